@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Kernel-version differences, in one place, resolved by CO-RE at load time.
+ */
+#ifndef HOSTPROF_CORE_FIXES_BPF_H
+#define HOSTPROF_CORE_FIXES_BPF_H
+
+#include <bpf/bpf_core_read.h>
+
+/* task_struct::state was renamed __state in 5.14 (and became unsigned int). */
+struct task_struct___pre514 {
+	long state;
+} __attribute__((preserve_access_index));
+
+static __always_inline __u32 task_state(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->__state))
+		return BPF_CORE_READ(t, __state);
+	return BPF_CORE_READ((struct task_struct___pre514 *)t, state);
+}
+
+#endif /* HOSTPROF_CORE_FIXES_BPF_H */

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Records that hostprof's BPF programs write into the ring buffers, and the maps they
+ * share with the daemon. Plain __u32/__u64 with explicit padding: this header is
+ * compiled both for the BPF target and for user space.
+ */
+#ifndef HOSTPROF_BPF_H
+#define HOSTPROF_BPF_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#define HP_COMM_LEN 16
+#define HP_MAX_GLOBS 8      /* --watch-thread patterns the kernel matches */
+#define HP_MAX_WATCHED 4096 /* processes watched at once */
+
+/* Record types (hp_hdr.type). Defines, not an enum: clang 14 truncates 64-bit enums. */
+#define HP_EV_SWITCH 1 /* struct hp_switch */
+#define HP_EV_COMM 2   /* struct hp_comm: a watched thread got a name (rename, exec) */
+#define HP_EV_WATCH 3  /* struct hp_comm: a process became watched in the kernel */
+#define HP_EV_FORK 4   /* struct hp_fork: a watched task forked a thread or a process */
+#define HP_EV_EXIT 5   /* struct hp_exit: a watched thread exited */
+#define HP_EV_MAX 6
+
+/* Every record starts with this. */
+struct hp_hdr {
+	__u64 ts;   /* CLOCK_BOOTTIME, ns */
+	__u16 type; /* HP_EV_* */
+	__u16 size; /* of the whole record, bytes */
+	__u32 cpu;
+};
+
+/* hp_switch.prev_state: the sched_switch tracepoint's output encoding. */
+#define HP_STATE_RUNNING 0x0
+#define HP_STATE_IDLE 0x80     /* TASK_REPORT_IDLE ("I"), not D */
+#define HP_STATE_PREEMPT 0x100 /* TASK_REPORT_MAX: switched out while runnable ("R+") */
+
+/* hp_switch.flags: which side of the switch is a watched process */
+#define HP_SW_PREV_WATCHED 0x1
+#define HP_SW_NEXT_WATCHED 0x2
+
+struct hp_switch {
+	struct hp_hdr hdr;
+	__u32 prev_tid;
+	__u32 prev_pid;
+	__u32 next_tid;
+	__u32 next_pid;
+	__s32 prev_prio;
+	__s32 next_prio;
+	__u32 prev_state;
+	__u8 prev_policy;
+	__u8 next_policy;
+	__u16 flags;
+	char prev_comm[HP_COMM_LEN];
+	char next_comm[HP_COMM_LEN];
+};
+
+struct hp_comm {
+	struct hp_hdr hdr;
+	__u32 tid;
+	__u32 pid;
+	__u32 glob; /* HP_EV_WATCH: index of the pattern that matched */
+	__u32 pad;
+	char comm[HP_COMM_LEN];
+};
+
+struct hp_fork {
+	struct hp_hdr hdr;
+	__u32 parent_tid;
+	__u32 parent_pid;
+	__u32 child_tid;
+	__u32 child_pid; /* == parent_pid for a new thread */
+	char comm[HP_COMM_LEN];
+};
+
+struct hp_exit {
+	struct hp_hdr hdr;
+	__u32 tid;
+	__u32 pid;
+	__s32 exit_code;
+	__u32 pad;
+};
+
+/*
+ * A --watch-thread glob compiled for a shift-and matcher ('*' any run, '?' one
+ * character). Bit j of the state means "the first j pattern characters matched".
+ * For each name character c: state = ((state << 1) & charmask[c]) | (state & self_loop),
+ * then state |= (state & epsilon) << 1. The name matches when bit `accept` is set.
+ * Compiled in user space (lib/glob.c), which also folds runs of '*'.
+ */
+struct hp_glob {
+	__u32 charmask[256]; /* bit j+1: pattern[j] is c or '?' */
+	__u32 self_loop;     /* bit j+1: pattern[j] is '*' (it eats any character) */
+	__u32 epsilon;       /* bit j: pattern[j] is '*' (it also matches nothing) */
+	__u32 accept;        /* 1 << strlen(pattern) */
+	__u32 pad;
+};
+
+/* watched map: key = tgid */
+#define HP_WATCH_PID 1   /* asked for by pid */
+#define HP_WATCH_GLOB 2  /* one of its threads matched a --watch-thread pattern */
+#define HP_WATCH_CHILD 3 /* forked by a watched process */
+
+struct hp_watch {
+	__u32 reason; /* HP_WATCH_* */
+	__u32 parent; /* HP_WATCH_CHILD: the parent's tgid */
+};
+
+/* stats map (per-CPU array) indices: every event and every loss, by cause */
+#define HP_STAT_EVENTS 0      /* records written */
+#define HP_STAT_RING_FULL 1   /* record dropped: its CPU's ring buffer was full */
+#define HP_STAT_MAP_FULL 2    /* a process could not be added to the watched map */
+#define HP_STAT_NO_RING 3     /* no ring buffer for this CPU (CPU came online later) */
+#define HP_STAT_MAX 4
+
+#endif /* HOSTPROF_BPF_H */

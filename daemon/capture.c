@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Capture: open → configure → load → attach the BPF skeleton, one ring buffer per CPU,
+ * drained through libbpf's ring_buffer from the daemon's loop.
+ */
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "capture.h"
+#include "glob.h"
+#include "hostprof.skel.h"
+#include "macro.h"
+
+struct capture {
+	struct hostprof_bpf *skel;
+	struct ring_buffer *rb;
+	int *ring_fds;
+	int nr_cpus;
+	bool raw_tp;
+	uint64_t bad_records;
+	capture_record_fn fn;
+	void *ud;
+};
+
+static int on_sample(void *ctx, void *data, size_t size)
+{
+	struct capture *c = ctx;
+	const struct hp_hdr *hdr = data;
+
+	/* The kernel is trusted, but a record we cannot parse is counted, not used. */
+	if (size < sizeof(*hdr) || hdr->size != size || hdr->type == 0 || hdr->type >= HP_EV_MAX) {
+		c->bad_records++;
+		return 0;
+	}
+	c->fn(c->ud, hdr);
+	return 0;
+}
+
+static bool kernel_has_tp_btf(const char *tp)
+{
+	struct btf *vmlinux = btf__load_vmlinux_btf();
+	char name[128];
+	bool found;
+
+	if (!vmlinux)
+		return false;
+	snprintf(name, sizeof(name), "btf_trace_%s", tp);
+	found = btf__find_by_name_kind(vmlinux, name, BTF_KIND_TYPEDEF) >= 0;
+	btf__free(vmlinux);
+	return found;
+}
+
+/* Of each tp_btf_X / raw_tp_X pair keep the one this kernel should run. */
+static void choose_attach_kind(struct capture *c)
+{
+	struct bpf_program *prog;
+
+	bpf_object__for_each_program(prog, c->skel->obj)
+	{
+		const char *name = bpf_program__name(prog);
+
+		if (!strncmp(name, "tp_btf_", 7))
+			bpf_program__set_autoload(prog, !c->raw_tp);
+		else if (!strncmp(name, "raw_tp_", 7))
+			bpf_program__set_autoload(prog, c->raw_tp);
+	}
+}
+
+/* One ring buffer per possible CPU; made before load, so the first is the inner-map template. */
+static int create_rings(struct capture *c, uint32_t ring_bytes)
+{
+	c->ring_fds = calloc(c->nr_cpus, sizeof(int));
+	if (!c->ring_fds)
+		return -ENOMEM;
+	for (int cpu = 0; cpu < c->nr_cpus; cpu++)
+		c->ring_fds[cpu] = -1;
+	for (int cpu = 0; cpu < c->nr_cpus; cpu++) {
+		int fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "hp_ring", 0, 0, ring_bytes, NULL);
+		int r;
+
+		if (fd < 0)
+			return -errno;
+		c->ring_fds[cpu] = fd;
+		if (c->rb) {
+			r = ring_buffer__add(c->rb, fd, on_sample, c);
+		} else {
+			c->rb = ring_buffer__new(fd, on_sample, c, NULL);
+			r = c->rb ? 0 : -errno;
+		}
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int fill_rings(struct capture *c)
+{
+	int outer = bpf_map__fd(c->skel->maps.rings);
+
+	for (int cpu = 0; cpu < c->nr_cpus; cpu++) {
+		__u32 key = cpu;
+
+		if (bpf_map_update_elem(outer, &key, &c->ring_fds[cpu], BPF_ANY) < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+int capture_new(const struct capture_opts *opts, capture_record_fn fn, void *ud, struct capture **ret)
+{
+	uint32_t ring_bytes = opts->ring_kb * 1024;
+	struct capture *c;
+	int r;
+
+	if (access("/sys/kernel/btf/vmlinux", R_OK) < 0)
+		return -ENOTSUP;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->fn = fn;
+	c->ud = ud;
+	c->nr_cpus = libbpf_num_possible_cpus();
+	if (c->nr_cpus <= 0) {
+		r = c->nr_cpus ? c->nr_cpus : -ENODEV;
+		goto fail;
+	}
+	c->raw_tp = opts->force_raw_tp || !kernel_has_tp_btf("sched_switch");
+
+	c->skel = hostprof_bpf__open();
+	if (!c->skel) {
+		r = -errno;
+		goto fail;
+	}
+	choose_attach_kind(c);
+	c->skel->rodata->wakeup_bytes = ring_bytes / 8;
+	r = bpf_map__set_max_entries(c->skel->maps.rings, c->nr_cpus);
+	if (r < 0)
+		goto fail;
+	r = create_rings(c, ring_bytes);
+	if (r < 0)
+		goto fail;
+	r = bpf_map__set_inner_map_fd(c->skel->maps.rings, c->ring_fds[0]);
+	if (r < 0)
+		goto fail;
+	r = hostprof_bpf__load(c->skel);
+	if (r < 0)
+		goto fail;
+	r = fill_rings(c);
+	if (r < 0)
+		goto fail;
+	r = hostprof_bpf__attach(c->skel);
+	if (r < 0)
+		goto fail;
+	*ret = c;
+	return 0;
+fail:
+	capture_free(c);
+	return r;
+}
+
+void capture_free(struct capture *c)
+{
+	if (!c)
+		return;
+	ring_buffer__free(c->rb);
+	hostprof_bpf__destroy(c->skel);
+	if (c->ring_fds)
+		for (int i = 0; i < c->nr_cpus; i++)
+			if (c->ring_fds[i] >= 0)
+				close(c->ring_fds[i]);
+	free(c->ring_fds);
+	free(c);
+}
+
+int capture_fd(const struct capture *c)
+{
+	return ring_buffer__epoll_fd(c->rb);
+}
+
+int capture_drain(struct capture *c)
+{
+	return ring_buffer__consume(c->rb);
+}
+
+int capture_watch(struct capture *c, uint32_t pid, uint32_t reason, uint32_t parent)
+{
+	struct hp_watch w = { .reason = reason, .parent = parent };
+
+	if (bpf_map__update_elem(c->skel->maps.watched, &pid, sizeof(pid), &w, sizeof(w), BPF_ANY) < 0)
+		return -errno;
+	return 0;
+}
+
+int capture_unwatch(struct capture *c, uint32_t pid)
+{
+	if (bpf_map__delete_elem(c->skel->maps.watched, &pid, sizeof(pid), 0) < 0 && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+int capture_set_globs(struct capture *c, char *const *globs, size_t n)
+{
+	struct hostprof_bpf__bss *bss = c->skel->bss;
+	struct hp_glob compiled[HP_MAX_GLOBS];
+	int r;
+
+	if (n > HP_MAX_GLOBS)
+		return -E2BIG;
+	for (size_t i = 0; i < n; i++) {
+		r = thread_glob_compile(globs[i], &compiled[i]);
+		if (r < 0)
+			return r;
+	}
+	/* Shrink the count first so the kernel never matches a half-written pattern. */
+	bss->nr_globs = 0;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	memcpy(bss->globs, compiled, n * sizeof(compiled[0]));
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	bss->nr_globs = n;
+	return 0;
+}
+
+int capture_stats(const struct capture *c, uint64_t ret[HP_STAT_MAX])
+{
+	_cleanup_free_ uint64_t *vals = calloc(c->nr_cpus, sizeof(uint64_t));
+
+	if (!vals)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < HP_STAT_MAX; i++) {
+		ret[i] = 0;
+		if (bpf_map__lookup_elem(c->skel->maps.stats, &i, sizeof(i), vals,
+					 c->nr_cpus * sizeof(uint64_t), 0) < 0)
+			return -errno;
+		for (int cpu = 0; cpu < c->nr_cpus; cpu++)
+			ret[i] += vals[cpu];
+	}
+	return 0;
+}
+
+uint64_t capture_bad_records(const struct capture *c)
+{
+	return c->bad_records;
+}
+
+int capture_nr_cpus(const struct capture *c)
+{
+	return c->nr_cpus;
+}
+
+bool capture_uses_raw_tp(const struct capture *c)
+{
+	return c->raw_tp;
+}

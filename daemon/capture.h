@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Loading, attaching and draining the BPF programs (bpf/hostprof.bpf.c). */
+#ifndef HOSTPROF_CAPTURE_H
+#define HOSTPROF_CAPTURE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hostprof.h"
+
+struct capture;
+
+struct capture_opts {
+	uint32_t ring_kb;  /* per CPU; a power of two, at least the page size */
+	bool force_raw_tp; /* attach raw_tp even where tp_btf works */
+};
+
+/* Called for every record drained, with its exact size (>= sizeof(struct hp_hdr)). */
+typedef void (*capture_record_fn)(void *ud, const struct hp_hdr *rec);
+
+/* -ENOTSUP: no BTF; -EPERM: not privileged. */
+int capture_new(const struct capture_opts *opts, capture_record_fn fn, void *ud, struct capture **ret);
+void capture_free(struct capture *c);
+
+/* An fd that is readable when some ring buffer has data. */
+int capture_fd(const struct capture *c);
+/* Drain every ring; returns the number of records. */
+int capture_drain(struct capture *c);
+
+int capture_watch(struct capture *c, uint32_t pid, uint32_t reason, uint32_t parent);
+int capture_unwatch(struct capture *c, uint32_t pid);
+int capture_set_globs(struct capture *c, char *const *globs, size_t n);
+/* Sums of the per-CPU stats map, indexed by HP_STAT_*. Records the daemon itself
+ * refused as malformed are counted in *ret_bad. */
+int capture_stats(const struct capture *c, uint64_t ret[HP_STAT_MAX]);
+uint64_t capture_bad_records(const struct capture *c);
+
+int capture_nr_cpus(const struct capture *c);
+bool capture_uses_raw_tp(const struct capture *c);
+
+#endif

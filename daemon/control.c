@@ -1,0 +1,651 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The control socket: listening, clients, requests, authorization.
+ *
+ * Every client is non-blocking with bounded buffers: at most one request frame
+ * (HP_MAX_REQUEST) is buffered in, and a snapshot is streamed out one HP_CHUNK_SIZE
+ * chunk at a time, only as fast as the client reads. A slow or silent client costs its
+ * own buffers and never stalls the drain.
+ *
+ * Peers are identified by SO_PEERCRED. Root may do everything; another user sees and
+ * snapshots only processes whose real and effective uid are its own.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include "framing.h"
+#include "hostprofd.h"
+#include "log.h"
+#include "macro.h"
+#include "procfs.h"
+#include "snapshot.h"
+
+#define MAX_CLIENTS 256
+#define MAX_STREAMS 8 /* snapshots being sent at once */
+#define MAX_DROPS 8
+
+struct client {
+	struct io_source io;
+	struct control *ctl;
+	struct client *next;
+	struct ucred cred;
+	bool hello;
+	bool closing; /* close once the output is flushed */
+	bool dead;    /* closed; freed by control_gc() */
+	uint32_t epoll_events;
+	struct hp_buf in, out;
+	/* the snapshot being streamed */
+	uint8_t *snap;
+	size_t snap_len, snap_off;
+	uint64_t snap_events;
+	uint32_t snap_pid;
+};
+
+struct control {
+	struct io_source io;
+	struct daemon *d;
+	bool owned; /* we made the socket file: remove it at exit */
+	char *path;
+	struct client *clients;
+	size_t n_clients, n_streams;
+};
+
+static int client_update_events(struct client *cl);
+
+static void client_close(struct client *cl)
+{
+	if (cl->dead)
+		return;
+	loop_del(cl->ctl->d, &cl->io);
+	close(cl->io.fd);
+	cl->io.fd = -1;
+	if (cl->snap)
+		cl->ctl->n_streams--;
+	free(cl->snap);
+	cl->snap = NULL;
+	cl->dead = true;
+	cl->ctl->n_clients--;
+}
+
+static void client_free(struct client *cl)
+{
+	hp_buf_free(&cl->in);
+	hp_buf_free(&cl->out);
+	free(cl);
+}
+
+void control_gc(struct control *ctl)
+{
+	struct client **pp;
+
+	if (!ctl)
+		return;
+	for (pp = &ctl->clients; *pp;) {
+		struct client *cl = *pp;
+
+		if (cl->dead) {
+			*pp = cl->next;
+			client_free(cl);
+		} else {
+			pp = &cl->next;
+		}
+	}
+}
+
+static int send_response(struct client *cl, const Hostprof__Response *resp)
+{
+	int r = frame_append(&cl->out, &resp->base, HP_MAX_RESPONSE);
+
+	if (r < 0)
+		log_error_errno(r, "Failed to queue a response for pid %d: %m", cl->cred.pid);
+	return r;
+}
+
+static int send_error(struct client *cl, Hostprof__Error__Code code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int send_error(struct client *cl, Hostprof__Error__Code code, const char *fmt, ...)
+{
+	Hostprof__Response resp = HOSTPROF__RESPONSE__INIT;
+	Hostprof__Error err = HOSTPROF__ERROR__INIT;
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	err.code = code;
+	err.message = msg;
+	resp.body_case = HOSTPROF__RESPONSE__BODY_ERROR;
+	resp.error = &err;
+	if (code == HOSTPROF__ERROR__CODE__DENIED)
+		log_notice("refused uid %u (pid %d): %s", cl->cred.uid, cl->cred.pid, msg);
+	return send_response(cl, &resp);
+}
+
+/* A peer that broke the protocol gets one error and is closed once it is sent. */
+static void protocol_error(struct client *cl, const char *what)
+{
+	log_notice("client pid %d uid %u: %s; closing", cl->cred.pid, cl->cred.uid, what);
+	(void)send_error(cl, HOSTPROF__ERROR__CODE__PROTOCOL, "%s", what);
+	cl->closing = true;
+}
+
+static bool may_see(const struct client *cl, const struct proc_rec *p)
+{
+	return cl->cred.uid == 0 || (p->info.uid == cl->cred.uid && p->info.euid == cl->cred.uid);
+}
+
+static void handle_hello(struct client *cl, const Hostprof__Hello *hello)
+{
+	Hostprof__Response resp = HOSTPROF__RESPONSE__INIT;
+	Hostprof__Hello mine = HOSTPROF__HELLO__INIT;
+
+	if (hello->protocol != HP_PROTOCOL_VERSION) {
+		char why[160];
+
+		snprintf(why, sizeof(why),
+			 "protocol mismatch: the client speaks %u, hostprofd %s speaks %u; use the "
+			 "hostprofctl that came with this hostprofd",
+			 hello->protocol, HOSTPROF_VERSION, HP_PROTOCOL_VERSION);
+		protocol_error(cl, why);
+		return;
+	}
+	mine.protocol = HP_PROTOCOL_VERSION;
+	mine.version = (char *)HOSTPROF_VERSION;
+	resp.body_case = HOSTPROF__RESPONSE__BODY_HELLO;
+	resp.hello = &mine;
+	cl->hello = true;
+	(void)send_response(cl, &resp);
+}
+
+static void handle_status(struct client *cl)
+{
+	struct daemon *d = cl->ctl->d;
+	Hostprof__Response resp = HOSTPROF__RESPONSE__INIT;
+	Hostprof__Status st = HOSTPROF__STATUS__INIT;
+	size_t n = recorder_count(d->recorder), nw = 0, nd;
+	_cleanup_free_ Hostprof__WatchedProcess *wp = calloc(MAX(n, (size_t)1), sizeof(*wp));
+	_cleanup_free_ Hostprof__WatchedProcess **wpp = calloc(MAX(n, (size_t)1), sizeof(*wpp));
+	struct drop_count drops[MAX_DROPS];
+	Hostprof__Drop drop_msgs[MAX_DROPS], *drop_ptrs[MAX_DROPS];
+
+	if (!wp || !wpp) {
+		(void)send_error(cl, HOSTPROF__ERROR__CODE__INTERNAL, "out of memory");
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct proc_rec *p = recorder_at(d->recorder, i);
+
+		if (!may_see(cl, p))
+			continue;
+		hostprof__watched_process__init(&wp[nw]);
+		wp[nw].has_pid = wp[nw].has_events = wp[nw].has_bytes = wp[nw].has_exited = true;
+		wp[nw].pid = p->info.pid;
+		wp[nw].comm = p->info.comm;
+		wp[nw].events = p->events;
+		wp[nw].bytes = p->bytes;
+		wp[nw].exited = p->exit_ns != 0;
+		wp[nw].why = p->why;
+		wpp[nw] = &wp[nw];
+		nw++;
+	}
+	nd = daemon_drops(d, drops, MAX_DROPS);
+	for (size_t i = 0; i < nd; i++) {
+		hostprof__drop__init(&drop_msgs[i]);
+		drop_msgs[i].cause = (char *)drops[i].cause;
+		drop_msgs[i].has_count = true;
+		drop_msgs[i].count = drops[i].count;
+		drop_ptrs[i] = &drop_msgs[i];
+	}
+	st.version = (char *)HOSTPROF_VERSION;
+	st.has_uptime_ns = st.has_pid = st.has_events = st.has_events_per_sec = true;
+	st.uptime_ns = now_boottime_ns() - d->start_ns;
+	st.pid = getpid();
+	st.processes = wpp;
+	st.n_processes = nw;
+	st.events = recorder_events(d->recorder);
+	st.events_per_sec = d->events_per_sec;
+	st.drops = drop_ptrs;
+	st.n_drops = nd;
+	st.has_memory_bytes = st.has_memory_limit = st.has_rss_bytes = true;
+	st.memory_bytes = recorder_bytes(d->recorder);
+	st.memory_limit = recorder_limits(d->recorder)->memory_bytes;
+	st.rss_bytes = proc_self_rss();
+	st.has_ncpus = st.has_ring_kb = true;
+	st.ncpus = capture_nr_cpus(d->capture);
+	st.ring_kb = d->settings.ring_kb;
+	st.watch_threads = d->settings.watch_threads;
+	st.n_watch_threads = d->settings.n_watch_threads;
+	resp.body_case = HOSTPROF__RESPONSE__BODY_STATUS;
+	resp.status = &st;
+	(void)send_response(cl, &resp);
+}
+
+static void handle_snapshot(struct client *cl, const Hostprof__SnapshotRequest *req)
+{
+	struct daemon *d = cl->ctl->d;
+	struct drop_count drops[MAX_DROPS];
+	struct snapshot_ctx ctx = {};
+	struct proc_rec *p;
+	int r;
+
+	(void)capture_drain(d->capture); /* include what is still in the rings */
+	p = recorder_find(d->recorder, req->pid);
+	if (!p) {
+		(void)send_error(cl, HOSTPROF__ERROR__CODE__NOT_FOUND,
+				 "pid %u is not watched: start hostprofd with --pid %u, or give one of its "
+				 "threads a name that --watch-thread matches",
+				 req->pid, req->pid);
+		return;
+	}
+	if (!may_see(cl, p)) {
+		(void)send_error(cl, HOSTPROF__ERROR__CODE__DENIED,
+				 "pid %u belongs to uid %u: only root or its owner may snapshot it", req->pid,
+				 p->info.uid);
+		return;
+	}
+	if (cl->ctl->n_streams >= MAX_STREAMS) {
+		(void)send_error(cl, HOSTPROF__ERROR__CODE__BUSY,
+				 "%d snapshots are being sent already; try again in a moment", MAX_STREAMS);
+		return;
+	}
+	ctx.window_ns = req->has_window_ns ? req->window_ns : 0;
+	ctx.events_total = recorder_events(d->recorder);
+	ctx.drops = drops;
+	ctx.n_drops = daemon_drops(d, drops, MAX_DROPS);
+	r = snapshot_build(p, &ctx, &cl->snap, &cl->snap_len, &cl->snap_events);
+	if (r < 0) {
+		log_error_errno(r, "Failed to build a snapshot of pid %u: %m", req->pid);
+		(void)send_error(cl, HOSTPROF__ERROR__CODE__INTERNAL, "failed to build the snapshot: %s",
+				 strerror(-r));
+		return;
+	}
+	cl->snap_off = 0;
+	cl->snap_pid = p->info.pid;
+	cl->ctl->n_streams++;
+	log_info("snapshot of pid %u for uid %u: %zu bytes, %llu events", p->info.pid, cl->cred.uid,
+		 cl->snap_len, (unsigned long long)cl->snap_events);
+}
+
+/* Queue the next chunk of the snapshot being streamed, or its end. */
+static void stream_more(struct client *cl)
+{
+	Hostprof__Response resp = HOSTPROF__RESPONSE__INIT;
+
+	while (cl->snap && hp_buf_pending(&cl->out) < HP_CHUNK_SIZE) {
+		if (cl->snap_off < cl->snap_len) {
+			Hostprof__SnapshotChunk chunk = HOSTPROF__SNAPSHOT_CHUNK__INIT;
+			size_t n = MIN((size_t)HP_CHUNK_SIZE, cl->snap_len - cl->snap_off);
+
+			chunk.data.data = cl->snap + cl->snap_off;
+			chunk.data.len = n;
+			resp.body_case = HOSTPROF__RESPONSE__BODY_CHUNK;
+			resp.chunk = &chunk;
+			if (send_response(cl, &resp) < 0)
+				goto fail;
+			cl->snap_off += n;
+		} else {
+			Hostprof__SnapshotEnd end = HOSTPROF__SNAPSHOT_END__INIT;
+
+			end.has_bytes = end.has_events = end.has_pid = true;
+			end.bytes = cl->snap_len;
+			end.events = cl->snap_events;
+			end.pid = cl->snap_pid;
+			resp.body_case = HOSTPROF__RESPONSE__BODY_END;
+			resp.end = &end;
+			if (send_response(cl, &resp) < 0)
+				goto fail;
+			free(cl->snap);
+			cl->snap = NULL;
+			cl->ctl->n_streams--;
+		}
+	}
+	return;
+fail:
+	cl->closing = true;
+	free(cl->snap);
+	cl->snap = NULL;
+	cl->ctl->n_streams--;
+}
+
+static void handle_request(struct client *cl, const uint8_t *data, size_t len)
+{
+	Hostprof__Request *req = hostprof__request__unpack(NULL, len, data);
+
+	if (!req) {
+		protocol_error(cl, "malformed request");
+		return;
+	}
+	if (!cl->hello && req->body_case != HOSTPROF__REQUEST__BODY_HELLO) {
+		protocol_error(cl, "the first message must be a hello");
+		goto out;
+	}
+	switch (req->body_case) {
+	case HOSTPROF__REQUEST__BODY_HELLO:
+		if (cl->hello)
+			protocol_error(cl, "a second hello");
+		else
+			handle_hello(cl, req->hello);
+		break;
+	case HOSTPROF__REQUEST__BODY_STATUS:
+		handle_status(cl);
+		break;
+	case HOSTPROF__REQUEST__BODY_SNAPSHOT:
+		handle_snapshot(cl, req->snapshot);
+		break;
+	default:
+		protocol_error(cl, "unknown request");
+	}
+out:
+	hostprof__request__free_unpacked(req, NULL);
+}
+
+/* Handle every complete request in the input buffer, one at a time. */
+static void process_input(struct client *cl)
+{
+	const uint8_t *payload;
+	size_t len;
+	int r;
+
+	while (!cl->closing && !cl->snap) {
+		r = frame_peek(&cl->in, HP_MAX_REQUEST, &payload, &len);
+		if (r == 0)
+			return;
+		if (r == -EMSGSIZE) {
+			protocol_error(cl, "request larger than the 64 KiB limit");
+			return;
+		}
+		if (r < 0) {
+			protocol_error(cl, "malformed frame");
+			return;
+		}
+		handle_request(cl, payload, len);
+		hp_buf_consume(&cl->in, HP_FRAME_HDR + len);
+	}
+}
+
+static void client_read(struct client *cl)
+{
+	for (;;) {
+		/* never buffer more than one request frame */
+		size_t room = HP_FRAME_HDR + HP_MAX_REQUEST - hp_buf_pending(&cl->in);
+		ssize_t n;
+
+		if (room == 0 || cl->closing || cl->snap)
+			break;
+		if (hp_buf_reserve(&cl->in, room) < 0) {
+			client_close(cl);
+			return;
+		}
+		n = read(cl->io.fd, cl->in.data + cl->in.len, room);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN)
+				client_close(cl);
+			break;
+		}
+		if (n == 0) {
+			client_close(cl);
+			return;
+		}
+		cl->in.len += n;
+		process_input(cl);
+	}
+}
+
+static void client_write(struct client *cl)
+{
+	while (hp_buf_pending(&cl->out)) {
+		ssize_t n = write(cl->io.fd, cl->out.data + cl->out.off, hp_buf_pending(&cl->out));
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN)
+				client_close(cl);
+			return;
+		}
+		hp_buf_consume(&cl->out, n);
+		stream_more(cl);
+	}
+	if (cl->closing && !cl->snap)
+		client_close(cl);
+}
+
+static int client_update_events(struct client *cl)
+{
+	uint32_t ev = 0;
+
+	if (cl->dead)
+		return 0;
+	if (!cl->closing && !cl->snap)
+		ev |= EPOLLIN;
+	if (hp_buf_pending(&cl->out))
+		ev |= EPOLLOUT;
+	ev |= EPOLLRDHUP;
+	if (ev == cl->epoll_events)
+		return 0;
+	cl->epoll_events = ev;
+	return loop_mod(cl->ctl->d, &cl->io, ev);
+}
+
+static int on_client(struct io_source *src, uint32_t events)
+{
+	struct client *cl = (struct client *)src;
+
+	if (cl->dead)
+		return 0;
+	if (events & (EPOLLERR | EPOLLHUP)) {
+		client_close(cl);
+		return 0;
+	}
+	if (events & (EPOLLIN | EPOLLRDHUP))
+		client_read(cl);
+	if (!cl->dead) {
+		stream_more(cl);
+		client_write(cl);
+		process_input(cl); /* a request that waited for a stream to end */
+		stream_more(cl);
+		client_write(cl);
+	}
+	if (!cl->dead && client_update_events(cl) < 0)
+		client_close(cl);
+	return 0;
+}
+
+static int on_accept(struct io_source *src, uint32_t events)
+{
+	struct control *ctl = (struct control *)src;
+
+	for (;;) {
+		socklen_t len = sizeof(struct ucred);
+		struct client *cl;
+		int fd;
+
+		fd = accept4(src->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN)
+				log_warning_errno(-errno, "accept failed: %m, ignoring");
+			return 0;
+		}
+		if (ctl->n_clients >= MAX_CLIENTS) {
+			log_warning("%d clients connected: refusing one more", MAX_CLIENTS);
+			close(fd);
+			continue;
+		}
+		cl = calloc(1, sizeof(*cl));
+		if (!cl) {
+			close(fd);
+			continue;
+		}
+		cl->io.fd = fd;
+		cl->io.dispatch = on_client;
+		cl->ctl = ctl;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cl->cred, &len) < 0) {
+			log_warning_errno(-errno, "SO_PEERCRED failed: %m; refusing the client");
+			close(fd);
+			free(cl);
+			continue;
+		}
+		cl->epoll_events = EPOLLIN | EPOLLRDHUP;
+		if (loop_add(ctl->d, &cl->io, cl->epoll_events) < 0) {
+			close(fd);
+			free(cl);
+			continue;
+		}
+		cl->next = ctl->clients;
+		ctl->clients = cl;
+		ctl->n_clients++;
+	}
+}
+
+/* A socket file left by a daemon that died: nobody accepts on it. */
+static bool socket_is_stale(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return false;
+	strncpy(sa.sun_path, path, sizeof(sa.sun_path) - 1);
+	return connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno == ECONNREFUSED;
+}
+
+static int make_parent_dir(const char *path)
+{
+	_cleanup_free_ char *dir = strdup(path);
+	char *slash;
+
+	if (!dir)
+		return -ENOMEM;
+	slash = strrchr(dir, '/');
+	if (!slash || slash == dir)
+		return 0;
+	*slash = 0;
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static int listen_on_path(struct control *ctl, const struct settings *s)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	_cleanup_close_ int fd = -1;
+	struct group *gr = NULL;
+	struct stat st;
+	int r;
+
+	if (strlen(s->socket) >= sizeof(sa.sun_path))
+		return log_error_errno(-ENAMETOOLONG, "Socket path %s is too long", s->socket);
+	if (s->socket_group && s->socket_group[0]) {
+		gr = getgrnam(s->socket_group);
+		if (!gr && s->socket_group_explicit)
+			return log_error_errno(-ENOENT, "Group '%s' (--socket-group) does not exist: create it "
+							"with `groupadd --system %s`",
+					       s->socket_group, s->socket_group);
+	}
+	r = make_parent_dir(s->socket);
+	if (r < 0)
+		return log_error_errno(r, "Failed to create the directory of %s: %m", s->socket);
+	if (lstat(s->socket, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode))
+			return log_error_errno(-EEXIST, "%s exists and is not a socket: refusing to replace it",
+					       s->socket);
+		if (!socket_is_stale(s->socket))
+			return log_error_errno(-EADDRINUSE,
+					       "Another hostprofd is listening on %s: stop it first "
+					       "(systemctl stop hostprofd)",
+					       s->socket);
+		log_info("removing the stale socket %s", s->socket);
+		if (unlink(s->socket) < 0)
+			return log_error_errno(-errno, "Failed to remove the stale socket %s: %m", s->socket);
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return log_error_errno(-errno, "Failed to create a socket: %m");
+	strcpy(sa.sun_path, s->socket);
+	{
+		/* created 0600 at once, so there is no moment when it is open to all */
+		mode_t old = umask(0177);
+
+		r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+		umask(old);
+	}
+	if (r < 0)
+		return log_error_errno(-errno, "Failed to bind %s: %m", s->socket);
+	ctl->owned = true;
+	if (gr) {
+		if (chown(s->socket, 0, gr->gr_gid) < 0 || chmod(s->socket, 0660) < 0)
+			return log_error_errno(-errno, "Failed to give %s to group %s: %m", s->socket,
+					       s->socket_group);
+	}
+	if (listen(fd, 64) < 0)
+		return log_error_errno(-errno, "Failed to listen on %s: %m", s->socket);
+	ctl->io.fd = TAKE_FD(fd);
+	log_info("socket %s, mode %s", s->socket, gr ? "0660" : "0600 (root only)");
+	return 0;
+}
+
+int control_new(struct daemon *d, struct control **ret)
+{
+	struct control *ctl = calloc(1, sizeof(*ctl));
+	int n, r;
+
+	if (!ctl)
+		return log_error_errno(-ENOMEM, "Out of memory");
+	ctl->d = d;
+	ctl->io.fd = -1;
+	ctl->io.dispatch = on_accept;
+	ctl->path = strdup(d->settings.socket);
+	if (!ctl->path) {
+		free(ctl);
+		return log_error_errno(-ENOMEM, "Out of memory");
+	}
+	*ret = ctl; /* control_free() cleans up on failure */
+
+	n = sd_listen_fds(1);
+	if (n > 1)
+		return log_error_errno(-EINVAL, "Got %d sockets from systemd, expected one", n);
+	if (n == 1) {
+		if (sd_is_socket_unix(SD_LISTEN_FDS_START, SOCK_STREAM, 1, NULL, 0) <= 0)
+			return log_error_errno(-EINVAL, "The fd systemd passed is not a listening Unix stream socket");
+		ctl->io.fd = SD_LISTEN_FDS_START;
+		(void)fcntl(ctl->io.fd, F_SETFL, fcntl(ctl->io.fd, F_GETFL) | O_NONBLOCK);
+		(void)fcntl(ctl->io.fd, F_SETFD, FD_CLOEXEC);
+		log_info("listening on the socket systemd passed");
+	} else {
+		r = listen_on_path(ctl, &d->settings);
+		if (r < 0)
+			return r;
+	}
+	return loop_add(d, &ctl->io, EPOLLIN);
+}
+
+void control_free(struct control *ctl)
+{
+	if (!ctl)
+		return;
+	for (struct client *cl = ctl->clients; cl; cl = cl->next)
+		client_close(cl);
+	control_gc(ctl);
+	if (ctl->io.fd >= 0)
+		close(ctl->io.fd);
+	if (ctl->owned && unlink(ctl->path) < 0 && errno != ENOENT)
+		log_warning_errno(-errno, "Failed to remove %s: %m, ignoring", ctl->path);
+	free(ctl->path);
+	free(ctl);
+}

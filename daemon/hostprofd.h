@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The daemon's state, shared by its parts: main.c, loop.c, control.c. */
+#ifndef HOSTPROF_HOSTPROFD_H
+#define HOSTPROF_HOSTPROFD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "capture.h"
+#include "recorder.h"
+#include "settings.h"
+#include "snapshot.h"
+
+/* Something the epoll loop watches: data.ptr of each epoll registration points here. */
+struct io_source {
+	int fd;
+	int (*dispatch)(struct io_source *src, uint32_t events);
+};
+
+struct control;
+
+struct daemon {
+	struct settings settings;
+	int argc;
+	char **argv;
+	struct capture *capture;
+	struct recorder *recorder;
+	struct control *control;
+	int epoll_fd;
+	struct io_source signal_src, timer_src, capture_src;
+	uint64_t start_ns;      /* BOOTTIME */
+	uint64_t ticks;
+	uint64_t rate_events;   /* recorder events at the last rate sample */
+	uint64_t rate_ns;
+	double events_per_sec;
+	bool quit;
+};
+
+int loop_add(struct daemon *d, struct io_source *src, uint32_t events);
+int loop_mod(struct daemon *d, struct io_source *src, uint32_t events);
+void loop_del(struct daemon *d, struct io_source *src);
+int loop_setup(struct daemon *d);
+int loop_run(struct daemon *d);
+void loop_teardown(struct daemon *d);
+
+uint64_t now_boottime_ns(void);
+
+/* Drops by cause, host-wide, as status and snapshots show them. */
+size_t daemon_drops(struct daemon *d, struct drop_count *ret, size_t max);
+
+int control_new(struct daemon *d, struct control **ret);
+void control_free(struct control *ctl);
+void control_gc(struct control *ctl);
+
+#endif

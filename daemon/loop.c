@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The one epoll loop: ring buffers, signals (signalfd), a 100 ms timer (timerfd), the
+ * listening socket and its clients. Nothing here blocks.
+ *
+ * The BPF side wakes the daemon only once a ring holds wakeup_bytes; the timer drains
+ * whatever is left, so records are at most ~100 ms old when a snapshot is taken.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hostprofd.h"
+#include "log.h"
+#include "macro.h"
+
+#define TICK_NS (100 * NSEC_PER_MSEC)
+#define TICKS_PER_SEC 10
+
+uint64_t now_boottime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return ts.tv_sec * NSEC_PER_SEC + ts.tv_nsec;
+}
+
+int loop_add(struct daemon *d, struct io_source *src, uint32_t events)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = src };
+
+	return epoll_ctl(d->epoll_fd, EPOLL_CTL_ADD, src->fd, &ev) < 0 ? -errno : 0;
+}
+
+int loop_mod(struct daemon *d, struct io_source *src, uint32_t events)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = src };
+
+	return epoll_ctl(d->epoll_fd, EPOLL_CTL_MOD, src->fd, &ev) < 0 ? -errno : 0;
+}
+
+void loop_del(struct daemon *d, struct io_source *src)
+{
+	(void)epoll_ctl(d->epoll_fd, EPOLL_CTL_DEL, src->fd, NULL);
+}
+
+static void on_gone(void *ud, uint32_t pid)
+{
+	struct daemon *d = ud;
+	int r = capture_unwatch(d->capture, pid);
+
+	if (r < 0)
+		log_warning_errno(r, "Failed to stop watching pid %u: %m, ignoring", pid);
+}
+
+static int on_capture(struct io_source *src, uint32_t events)
+{
+	struct daemon *d = (struct daemon *)((char *)src - offsetof(struct daemon, capture_src));
+	int r = capture_drain(d->capture);
+
+	return r < 0 ? log_error_errno(r, "Failed to drain the ring buffers: %m") : 0;
+}
+
+static int on_timer(struct io_source *src, uint32_t events)
+{
+	struct daemon *d = (struct daemon *)((char *)src - offsetof(struct daemon, timer_src));
+	uint64_t expirations, now;
+	int r;
+
+	if (read(src->fd, &expirations, sizeof(expirations)) < 0 && errno != EAGAIN)
+		return log_error_errno(-errno, "Failed to read the timer: %m");
+	r = capture_drain(d->capture);
+	if (r < 0)
+		return log_error_errno(r, "Failed to drain the ring buffers: %m");
+	if (++d->ticks % TICKS_PER_SEC)
+		return 0;
+
+	now = now_boottime_ns();
+	recorder_tick(d->recorder, now, on_gone, d);
+	if (d->rate_ns && now > d->rate_ns)
+		d->events_per_sec = (double)(recorder_events(d->recorder) - d->rate_events) * NSEC_PER_SEC /
+				    (now - d->rate_ns);
+	d->rate_ns = now;
+	d->rate_events = recorder_events(d->recorder);
+	return 0;
+}
+
+int daemon_reload(struct daemon *d);
+
+static int on_signal(struct io_source *src, uint32_t events)
+{
+	struct daemon *d = (struct daemon *)((char *)src - offsetof(struct daemon, signal_src));
+	struct signalfd_siginfo si;
+
+	while (read(src->fd, &si, sizeof(si)) == sizeof(si)) {
+		switch (si.ssi_signo) {
+		case SIGTERM:
+		case SIGINT:
+			log_info("signal %s: detaching and exiting", strsignal(si.ssi_signo));
+			d->quit = true;
+			break;
+		case SIGHUP:
+			log_info("SIGHUP: reloading %s", d->settings.config);
+			(void)daemon_reload(d);
+			break;
+		}
+	}
+	return 0;
+}
+
+int loop_setup(struct daemon *d)
+{
+	struct itimerspec its = {
+		.it_interval = { .tv_nsec = TICK_NS },
+		.it_value = { .tv_nsec = TICK_NS },
+	};
+	sigset_t mask;
+	int r;
+
+	d->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (d->epoll_fd < 0)
+		return -errno;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+		return -errno;
+	signal(SIGPIPE, SIG_IGN);
+	d->signal_src.fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (d->signal_src.fd < 0)
+		return -errno;
+	d->signal_src.dispatch = on_signal;
+	r = loop_add(d, &d->signal_src, EPOLLIN);
+	if (r < 0)
+		return r;
+
+	d->timer_src.fd = timerfd_create(CLOCK_BOOTTIME, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (d->timer_src.fd < 0)
+		return -errno;
+	if (timerfd_settime(d->timer_src.fd, 0, &its, NULL) < 0)
+		return -errno;
+	d->timer_src.dispatch = on_timer;
+	r = loop_add(d, &d->timer_src, EPOLLIN);
+	if (r < 0)
+		return r;
+
+	d->capture_src.fd = capture_fd(d->capture);
+	d->capture_src.dispatch = on_capture;
+	return loop_add(d, &d->capture_src, EPOLLIN);
+}
+
+int loop_run(struct daemon *d)
+{
+	struct epoll_event events[64];
+
+	while (!d->quit) {
+		int n = epoll_wait(d->epoll_fd, events, ARRAY_SIZE(events), -1);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return log_error_errno(-errno, "epoll_wait failed: %m");
+		}
+		for (int i = 0; i < n; i++) {
+			struct io_source *src = events[i].data.ptr;
+			int r = src->dispatch(src, events[i].events);
+
+			if (r < 0)
+				return r;
+		}
+		/* clients closed in this batch are freed only now: a later event may name them */
+		control_gc(d->control);
+	}
+	return 0;
+}
+
+void loop_teardown(struct daemon *d)
+{
+	if (d->signal_src.fd > 0)
+		close(d->signal_src.fd);
+	if (d->timer_src.fd > 0)
+		close(d->timer_src.fd);
+	if (d->epoll_fd > 0)
+		close(d->epoll_fd);
+}

@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * hostprofd: flags and config, start-up, reload, shutdown.
+ *
+ * Exit status: 0 after SIGTERM/SIGINT, 2 for a configuration or kernel error at start
+ * (systemd must not restart it in a loop), 1 for a failure while running.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include "glob.h"
+#include "hostprofd.h"
+#include "log.h"
+#include "macro.h"
+#include "procfs.h"
+#include "snapshot.h"
+
+#define EXIT_CONFIG 2
+
+size_t daemon_drops(struct daemon *d, struct drop_count *ret, size_t max)
+{
+	static const char *const causes[HP_STAT_MAX] = {
+		[HP_STAT_RING_FULL] = "ring_full",
+		[HP_STAT_MAP_FULL] = "map_full",
+		[HP_STAT_NO_RING] = "no_ring",
+	};
+	uint64_t stats[HP_STAT_MAX] = {};
+	size_t n = 0;
+
+	(void)capture_stats(d->capture, stats);
+	for (size_t i = 0; i < HP_STAT_MAX && n < max; i++)
+		if (causes[i])
+			ret[n++] = (struct drop_count){ causes[i], stats[i] };
+	if (n < max)
+		ret[n++] = (struct drop_count){ "bad_record", capture_bad_records(d->capture) };
+	return n;
+}
+
+static void on_record(void *ud, const struct hp_hdr *rec)
+{
+	recorder_append(ud, rec);
+}
+
+static void recorder_limits_from(const struct settings *s, struct recorder_limits *ret)
+{
+	*ret = (struct recorder_limits){
+		.window_ns = s->window_ns,
+		.buffer_bytes = s->buffer_mb << 20,
+		.memory_bytes = s->memory_mb << 20,
+	};
+}
+
+static int watch_pid(struct daemon *d, uint32_t pid, uint32_t reason)
+{
+	struct proc_rec *p;
+	int r;
+
+	r = recorder_watch(d->recorder, pid, reason, 0, now_boottime_ns(), &p);
+	if (r < 0)
+		return r;
+	r = capture_watch(d->capture, pid, reason, 0);
+	if (r < 0)
+		return r;
+	log_info("watching pid %u (%s): %s", pid, p->info.comm, p->why);
+	return 0;
+}
+
+struct scan_ctx {
+	struct daemon *d;
+	uint32_t last_pid;
+};
+
+static int scan_thread(uint32_t pid, uint32_t tid, const char *comm, void *ud)
+{
+	struct scan_ctx *ctx = ud;
+	struct daemon *d = ctx->d;
+
+	if (pid == ctx->last_pid || recorder_find_live(d->recorder, pid))
+		return 0;
+	for (size_t i = 0; i < d->settings.n_watch_threads; i++) {
+		if (!thread_glob_match(d->settings.watch_threads[i], comm))
+			continue;
+		ctx->last_pid = pid;
+		if (watch_pid(d, pid, HP_WATCH_GLOB) < 0)
+			log_warning("pid %u went away while being added, ignoring", pid);
+		break;
+	}
+	return 0;
+}
+
+/* Processes that already have a thread of a watched name. New ones the kernel catches. */
+static int scan_proc(struct daemon *d)
+{
+	struct scan_ctx ctx = { .d = d };
+
+	if (!d->settings.n_watch_threads)
+		return 0;
+	return proc_for_each_thread(scan_thread, &ctx);
+}
+
+static int apply_watch_settings(struct daemon *d)
+{
+	int r;
+
+	r = capture_set_globs(d->capture, d->settings.watch_threads, d->settings.n_watch_threads);
+	if (r < 0)
+		return log_error_errno(r, "Failed to set thread patterns: %m");
+	for (size_t i = 0; i < d->settings.n_pids; i++) {
+		uint32_t pid = d->settings.pids[i];
+
+		if (recorder_find_live(d->recorder, pid))
+			continue;
+		r = watch_pid(d, pid, HP_WATCH_PID);
+		if (r == -ENOENT)
+			return log_error_errno(r, "No process with pid %u (--pid): check the pid with `ps -p %u`", pid, pid);
+		if (r < 0)
+			return log_error_errno(r, "Failed to watch pid %u: %m", pid);
+	}
+	r = scan_proc(d);
+	if (r < 0)
+		return log_error_errno(r, "Failed to scan /proc: %m");
+	return 0;
+}
+
+/* SIGHUP: read the config again; flags still win. What needs a restart says so. */
+int daemon_reload(struct daemon *d)
+{
+	struct settings s;
+	struct recorder_limits lim;
+	int r;
+
+	r = settings_load(d->argc, d->argv, &s);
+	if (r != 0) {
+		log_error("Reload failed: the configuration above has errors; keeping the running one");
+		return r < 0 ? r : -EINVAL;
+	}
+	if (strcmp(s.socket, d->settings.socket) || s.ring_kb != d->settings.ring_kb ||
+	    s.force_raw_tp != d->settings.force_raw_tp)
+		log_warning("socket, ring_kb and force_raw_tp change only with a restart, ignoring");
+	free(s.socket);
+	s.socket = TAKE_PTR(d->settings.socket);
+	s.ring_kb = d->settings.ring_kb;
+	s.force_raw_tp = d->settings.force_raw_tp;
+	settings_free(&d->settings);
+	d->settings = s;
+	recorder_limits_from(&d->settings, &lim);
+	recorder_set_limits(d->recorder, &lim);
+	r = apply_watch_settings(d);
+	if (r < 0)
+		return r;
+	log_info("reloaded");
+	return 0;
+}
+
+static int run(struct daemon *d)
+{
+	struct capture_opts copts = {
+		.ring_kb = d->settings.ring_kb,
+		.force_raw_tp = d->settings.force_raw_tp,
+	};
+	struct recorder_limits lim;
+	int r;
+
+	if (geteuid() != 0) {
+		log_error("hostprofd must run as root: it loads BPF programs (CAP_BPF, CAP_PERFMON)");
+		return EXIT_CONFIG;
+	}
+	recorder_limits_from(&d->settings, &lim);
+	d->recorder = recorder_new(&lim);
+	if (!d->recorder)
+		return log_error_errno(-ENOMEM, "Out of memory"), EXIT_FAILURE;
+
+	r = capture_new(&copts, on_record, d->recorder, &d->capture);
+	if (r == -ENOTSUP) {
+		log_error("This kernel has no BTF (/sys/kernel/btf/vmlinux is missing): hostprofd needs a "
+			  "kernel built with CONFIG_DEBUG_INFO_BTF=y (5.8 or newer)");
+		return EXIT_CONFIG;
+	}
+	if (r == -EPERM || r == -EACCES) {
+		log_error_errno(r, "Failed to load the BPF programs: %m; hostprofd needs CAP_BPF, CAP_PERFMON "
+				   "and CAP_SYS_RESOURCE (run it as root)");
+		return EXIT_CONFIG;
+	}
+	if (r < 0) {
+		log_error_errno(r, "Failed to load the BPF programs: %m");
+		return EXIT_CONFIG;
+	}
+	log_info("BPF programs attached (%s), %d CPUs, %u KiB ring each",
+		 capture_uses_raw_tp(d->capture) ? "raw_tp" : "tp_btf", capture_nr_cpus(d->capture),
+		 d->settings.ring_kb);
+
+	if (apply_watch_settings(d) < 0)
+		return EXIT_CONFIG;
+	r = loop_setup(d);
+	if (r < 0)
+		return log_error_errno(r, "Failed to set up the event loop: %m"), EXIT_FAILURE;
+	r = control_new(d, &d->control);
+	if (r < 0)
+		return EXIT_CONFIG; /* control_new logged why */
+
+	(void)sd_notify(0, "READY=1\nSTATUS=capturing");
+	log_info("ready, listening on %s", d->settings.socket);
+	r = loop_run(d);
+	(void)sd_notify(0, "STOPPING=1");
+	return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+int main(int argc, char **argv)
+{
+	struct daemon d = { .argc = argc, .argv = argv, .epoll_fd = -1 };
+	int r;
+
+	log_open("hostprofd");
+	r = settings_load(argc, argv, &d.settings);
+	if (r > 0)
+		return EXIT_SUCCESS;
+	if (r < 0)
+		return EXIT_CONFIG;
+	if (d.settings.verbose)
+		log_set_max_level(LOG_DEBUG);
+	d.start_ns = now_boottime_ns();
+
+	r = run(&d);
+
+	control_free(d.control);
+	loop_teardown(&d);
+	capture_free(d.capture); /* detaches every program */
+	recorder_free(d.recorder);
+	settings_free(&d.settings);
+	return r;
+}

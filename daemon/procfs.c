@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* /proc readers; each returns -errno (-ENOENT: the process is gone). */
+#include <ctype.h>
+#include <stdbool.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "procfs.h"
+
+static ssize_t read_file(const char *path, char *buf, size_t size)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n, off = 0;
+
+	if (fd < 0)
+		return negative_errno();
+	while ((size_t)off < size - 1) {
+		n = read(fd, buf + off, size - 1 - off);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return negative_errno();
+		}
+		if (n == 0)
+			break;
+		off += n;
+	}
+	buf[off] = 0;
+	return off;
+}
+
+static void copy_comm(char dst[16], const char *src, size_t n)
+{
+	n = MIN(n, (size_t)15);
+	memcpy(dst, src, n);
+	dst[n] = 0;
+}
+
+int proc_read_info(uint32_t pid, struct proc_info *ret)
+{
+	char path[64], buf[1024], *open_paren, *close_paren, *line;
+	struct proc_info info = { .pid = pid };
+	unsigned long long start = 0;
+	int ppid = 0, field;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	n = read_file(path, buf, sizeof(buf));
+	if (n < 0)
+		return n;
+	/* "pid (comm) state ppid ..." where comm may hold spaces and parentheses */
+	open_paren = strchr(buf, '(');
+	close_paren = strrchr(buf, ')');
+	if (!open_paren || !close_paren || close_paren < open_paren)
+		return -EBADMSG;
+	copy_comm(info.comm, open_paren + 1, close_paren - open_paren - 1);
+	line = close_paren + 2;
+	/* field 3 is the state; ppid is 4, starttime is 22 */
+	for (field = 3; *line && field < 22; field++) {
+		if (field == 4)
+			ppid = atoi(line);
+		line = strchr(line, ' ');
+		if (!line)
+			return -EBADMSG;
+		line++;
+	}
+	if (field != 22 || sscanf(line, "%llu", &start) != 1)
+		return -EBADMSG;
+	info.ppid = ppid;
+	info.start_time = start;
+
+	snprintf(path, sizeof(path), "/proc/%u/status", pid);
+	n = read_file(path, buf, sizeof(buf));
+	if (n < 0)
+		return n;
+	line = strstr(buf, "\nUid:");
+	if (!line || sscanf(line, "\nUid: %u %u", &info.uid, &info.euid) != 2)
+		return -EBADMSG;
+	*ret = info;
+	return 0;
+}
+
+int proc_read_cmdline(uint32_t pid, char **ret, size_t *ret_len)
+{
+	char path[64];
+	_cleanup_free_ char *buf = malloc(4096);
+	ssize_t n;
+
+	if (!buf)
+		return -ENOMEM;
+	snprintf(path, sizeof(path), "/proc/%u/cmdline", pid);
+	n = read_file(path, buf, 4096);
+	if (n < 0)
+		return n;
+	*ret = TAKE_PTR(buf);
+	*ret_len = n;
+	return 0;
+}
+
+int proc_read_thread_comm(uint32_t pid, uint32_t tid, char ret[16])
+{
+	char path[64], buf[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%u/task/%u/comm", pid, tid);
+	n = read_file(path, buf, sizeof(buf));
+	if (n < 0)
+		return n;
+	while (n > 0 && buf[n - 1] == '\n')
+		n--;
+	copy_comm(ret, buf, n);
+	return 0;
+}
+
+static bool parse_pid(const char *s, uint32_t *ret)
+{
+	unsigned long v = 0;
+
+	if (!*s)
+		return false;
+	for (; *s; s++) {
+		if (!isdigit((unsigned char)*s))
+			return false;
+		v = v * 10 + (*s - '0');
+		if (v > UINT32_MAX)
+			return false;
+	}
+	*ret = v;
+	return true;
+}
+
+int proc_for_each_task(uint32_t pid, int (*fn)(uint32_t pid, uint32_t tid, const char *comm, void *ud),
+		       void *ud)
+{
+	char path[64];
+	struct dirent *de;
+	DIR *d;
+	int r = 0;
+
+	snprintf(path, sizeof(path), "/proc/%u/task", pid);
+	d = opendir(path);
+	if (!d)
+		return negative_errno();
+	while ((de = readdir(d))) {
+		char comm[16];
+		uint32_t tid;
+
+		if (!parse_pid(de->d_name, &tid))
+			continue;
+		if (proc_read_thread_comm(pid, tid, comm) < 0)
+			continue; /* exited meanwhile */
+		r = fn(pid, tid, comm, ud);
+		if (r < 0)
+			break;
+	}
+	closedir(d);
+	return r;
+}
+
+int proc_for_each_thread(int (*fn)(uint32_t pid, uint32_t tid, const char *comm, void *ud), void *ud)
+{
+	struct dirent *de;
+	DIR *d;
+	int r = 0;
+
+	d = opendir("/proc");
+	if (!d)
+		return negative_errno();
+	while ((de = readdir(d))) {
+		uint32_t pid;
+
+		if (!parse_pid(de->d_name, &pid))
+			continue;
+		r = proc_for_each_task(pid, fn, ud);
+		if (r == -ENOENT)
+			r = 0;
+		if (r < 0)
+			break;
+	}
+	closedir(d);
+	return r;
+}
+
+uint64_t proc_self_rss(void)
+{
+	char buf[128];
+	unsigned long long size, resident;
+
+	if (read_file("/proc/self/statm", buf, sizeof(buf)) < 0)
+		return 0;
+	if (sscanf(buf, "%llu %llu", &size, &resident) != 2)
+		return 0;
+	return resident * (uint64_t)sysconf(_SC_PAGESIZE);
+}

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* What the daemon reads about processes from /proc. */
+#ifndef HOSTPROF_PROCFS_H
+#define HOSTPROF_PROCFS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct proc_info {
+	uint32_t pid, ppid;
+	uint64_t start_time; /* clock ticks after boot: with pid, names one process */
+	uint32_t uid, euid;
+	char comm[16];
+};
+
+int proc_read_info(uint32_t pid, struct proc_info *ret);
+/* Arguments, NUL-separated as the kernel keeps them; *ret_len 0 for kernel threads. */
+int proc_read_cmdline(uint32_t pid, char **ret, size_t *ret_len);
+int proc_read_thread_comm(uint32_t pid, uint32_t tid, char ret[16]);
+/* Calls fn for every thread of every process; stops early when fn returns < 0. */
+int proc_for_each_thread(int (*fn)(uint32_t pid, uint32_t tid, const char *comm, void *ud), void *ud);
+/* Threads of one process. */
+int proc_for_each_task(uint32_t pid, int (*fn)(uint32_t pid, uint32_t tid, const char *comm, void *ud),
+		       void *ud);
+/* The daemon's own resident set, bytes. */
+uint64_t proc_self_rss(void);
+
+#endif

@@ -1,0 +1,469 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The per-process flight recorder; see recorder.h.
+ *
+ * The drain path (recorder_append) does a hash lookup per watched side of a record and a
+ * memcpy into the tail chunk; nothing is sorted or decoded until a snapshot asks.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "macro.h"
+#include "recorder.h"
+
+/* Open addressing, linear probing: live pid → proc_rec. Rebuilt on removal (rare). */
+struct pidmap {
+	uint32_t *keys;
+	struct proc_rec **vals;
+	size_t cap, n; /* cap: a power of two */
+};
+
+struct recorder {
+	struct recorder_limits lim;
+	struct proc_rec **procs; /* all, live and exited, in the order they were watched */
+	size_t n_procs, cap_procs;
+	struct pidmap live;
+	uint64_t bytes;
+	uint64_t events;
+};
+
+static size_t pidmap_slot(const struct pidmap *m, uint32_t pid)
+{
+	return (pid * 2654435761u) & (m->cap - 1);
+}
+
+static struct proc_rec *pidmap_get(const struct pidmap *m, uint32_t pid)
+{
+	if (!m->cap)
+		return NULL;
+	for (size_t i = pidmap_slot(m, pid);; i = (i + 1) & (m->cap - 1)) {
+		if (m->keys[i] == pid)
+			return m->vals[i];
+		if (m->keys[i] == 0)
+			return NULL;
+	}
+}
+
+static void pidmap_put_nogrow(struct pidmap *m, uint32_t pid, struct proc_rec *p)
+{
+	size_t i = pidmap_slot(m, pid);
+
+	while (m->keys[i] && m->keys[i] != pid)
+		i = (i + 1) & (m->cap - 1);
+	if (!m->keys[i])
+		m->n++;
+	m->keys[i] = pid;
+	m->vals[i] = p;
+}
+
+static int pidmap_rebuild(struct pidmap *m, size_t cap, uint32_t skip)
+{
+	struct pidmap nm = { .cap = cap };
+
+	nm.keys = calloc(cap, sizeof(*nm.keys));
+	nm.vals = calloc(cap, sizeof(*nm.vals));
+	if (!nm.keys || !nm.vals) {
+		free(nm.keys);
+		free(nm.vals);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < m->cap; i++)
+		if (m->keys[i] && m->keys[i] != skip)
+			pidmap_put_nogrow(&nm, m->keys[i], m->vals[i]);
+	free(m->keys);
+	free(m->vals);
+	*m = nm;
+	return 0;
+}
+
+static int pidmap_put(struct pidmap *m, uint32_t pid, struct proc_rec *p)
+{
+	if ((m->n + 1) * 2 > m->cap) {
+		int r = pidmap_rebuild(m, m->cap ? m->cap * 2 : 64, 0);
+
+		if (r < 0)
+			return r;
+	}
+	pidmap_put_nogrow(m, pid, p);
+	return 0;
+}
+
+static void pidmap_del(struct pidmap *m, uint32_t pid)
+{
+	if (pidmap_get(m, pid))
+		(void)pidmap_rebuild(m, m->cap, pid); /* on ENOMEM the old map stays valid */
+}
+
+static void pidmap_free(struct pidmap *m)
+{
+	free(m->keys);
+	free(m->vals);
+	*m = (struct pidmap){};
+}
+
+struct recorder *recorder_new(const struct recorder_limits *lim)
+{
+	struct recorder *rec = calloc(1, sizeof(*rec));
+
+	if (!rec)
+		return NULL;
+	rec->lim = *lim;
+	return rec;
+}
+
+static void proc_rec_free(struct proc_rec *p)
+{
+	struct chunk *c, *next;
+
+	if (!p)
+		return;
+	for (c = p->head; c; c = next) {
+		next = c->next;
+		free(c);
+	}
+	free(p->threads);
+	free(p->cmdline);
+	free(p);
+}
+
+void recorder_free(struct recorder *rec)
+{
+	if (!rec)
+		return;
+	for (size_t i = 0; i < rec->n_procs; i++)
+		proc_rec_free(rec->procs[i]);
+	free(rec->procs);
+	pidmap_free(&rec->live);
+	free(rec);
+}
+
+void recorder_set_limits(struct recorder *rec, const struct recorder_limits *lim)
+{
+	rec->lim = *lim;
+}
+
+static void set_thread_name(struct proc_rec *p, uint32_t tid, const char *comm)
+{
+	for (size_t i = 0; i < p->n_threads; i++)
+		if (p->threads[i].tid == tid) {
+			memcpy(p->threads[i].comm, comm, HP_COMM_LEN);
+			p->threads[i].comm[HP_COMM_LEN - 1] = 0;
+			return;
+		}
+	if (p->n_threads == p->cap_threads) {
+		size_t cap = p->cap_threads ? p->cap_threads * 2 : 16;
+		struct thread_name *t = realloc(p->threads, cap * sizeof(*t));
+
+		if (!t)
+			return; /* the name is also in the switch records */
+		p->threads = t;
+		p->cap_threads = cap;
+	}
+	p->threads[p->n_threads].tid = tid;
+	memcpy(p->threads[p->n_threads].comm, comm, HP_COMM_LEN);
+	p->threads[p->n_threads].comm[HP_COMM_LEN - 1] = 0;
+	p->n_threads++;
+}
+
+const char *proc_rec_thread_name(const struct proc_rec *p, uint32_t tid)
+{
+	for (size_t i = 0; i < p->n_threads; i++)
+		if (p->threads[i].tid == tid)
+			return p->threads[i].comm;
+	return NULL;
+}
+
+static int add_task_name(uint32_t pid, uint32_t tid, const char *comm, void *ud)
+{
+	char name[HP_COMM_LEN] = {};
+
+	strncpy(name, comm, HP_COMM_LEN - 1);
+	set_thread_name(ud, tid, name);
+	return 0;
+}
+
+static void describe_reason(struct proc_rec *p)
+{
+	switch (p->reason) {
+	case HP_WATCH_PID:
+		snprintf(p->why, sizeof(p->why), "pid");
+		break;
+	case HP_WATCH_GLOB:
+		snprintf(p->why, sizeof(p->why), "thread name");
+		break;
+	case HP_WATCH_CHILD:
+		snprintf(p->why, sizeof(p->why), "child of %u", p->parent);
+		break;
+	default:
+		snprintf(p->why, sizeof(p->why), "?");
+	}
+}
+
+int recorder_watch(struct recorder *rec, uint32_t pid, uint32_t reason, uint32_t parent, uint64_t now,
+		   struct proc_rec **ret)
+{
+	struct proc_rec *p = pidmap_get(&rec->live, pid);
+	int r;
+
+	if (p) {
+		if (ret)
+			*ret = p;
+		return 0;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	r = proc_read_info(pid, &p->info);
+	if (r < 0) {
+		free(p);
+		return r;
+	}
+	(void)proc_read_cmdline(pid, &p->cmdline, &p->cmdline_len);
+	(void)proc_for_each_task(pid, add_task_name, p);
+	p->reason = reason;
+	p->parent = parent;
+	p->watch_ns = now;
+	describe_reason(p);
+
+	if (rec->n_procs == rec->cap_procs) {
+		size_t cap = rec->cap_procs ? rec->cap_procs * 2 : 16;
+		struct proc_rec **v = realloc(rec->procs, cap * sizeof(*v));
+
+		if (!v) {
+			proc_rec_free(p);
+			return -ENOMEM;
+		}
+		rec->procs = v;
+		rec->cap_procs = cap;
+	}
+	r = pidmap_put(&rec->live, pid, p);
+	if (r < 0) {
+		proc_rec_free(p);
+		return r;
+	}
+	rec->procs[rec->n_procs++] = p;
+	if (ret)
+		*ret = p;
+	return 0;
+}
+
+struct proc_rec *recorder_find_live(const struct recorder *rec, uint32_t pid)
+{
+	return pidmap_get(&rec->live, pid);
+}
+
+struct proc_rec *recorder_find(const struct recorder *rec, uint32_t pid)
+{
+	struct proc_rec *p = pidmap_get(&rec->live, pid);
+
+	if (p)
+		return p;
+	for (size_t i = rec->n_procs; i-- > 0;)
+		if (rec->procs[i]->info.pid == pid)
+			return rec->procs[i];
+	return NULL;
+}
+
+static void drop_head(struct recorder *rec, struct proc_rec *p, bool for_space)
+{
+	struct chunk *c = p->head;
+	uint32_t nrec = 0;
+
+	if (!c)
+		return;
+	if (for_space)
+		for (uint32_t off = 0; off < c->used; off += ((struct hp_hdr *)(c->data + off))->size)
+			nrec++;
+	p->evicted += nrec;
+	p->head = c->next;
+	if (!p->head)
+		p->tail = NULL;
+	p->bytes -= RECORDER_CHUNK;
+	rec->bytes -= RECORDER_CHUNK;
+	free(c);
+}
+
+/* Make room for one more chunk under both budgets, oldest data first. */
+static void make_room(struct recorder *rec, struct proc_rec *p)
+{
+	while (p->head && p->bytes + RECORDER_CHUNK > rec->lim.buffer_bytes)
+		drop_head(rec, p, true);
+	while (rec->bytes + RECORDER_CHUNK > rec->lim.memory_bytes) {
+		struct proc_rec *oldest = NULL;
+
+		for (size_t i = 0; i < rec->n_procs; i++) {
+			struct proc_rec *q = rec->procs[i];
+
+			if (q->head && (!oldest || q->head->max_ts < oldest->head->max_ts))
+				oldest = q;
+		}
+		if (!oldest)
+			break;
+		drop_head(rec, oldest, true);
+	}
+}
+
+static void append_to(struct recorder *rec, struct proc_rec *p, const struct hp_hdr *hdr)
+{
+	struct chunk *c = p->tail;
+
+	if (!c || c->used + hdr->size > RECORDER_CHUNK - sizeof(struct chunk)) {
+		make_room(rec, p);
+		c = malloc(RECORDER_CHUNK);
+		if (!c) {
+			p->evicted++;
+			return;
+		}
+		c->next = NULL;
+		c->used = 0;
+		c->min_ts = UINT64_MAX;
+		c->max_ts = 0;
+		if (p->tail)
+			p->tail->next = c;
+		else
+			p->head = c;
+		p->tail = c;
+		p->bytes += RECORDER_CHUNK;
+		rec->bytes += RECORDER_CHUNK;
+	}
+	memcpy(c->data + c->used, hdr, hdr->size);
+	c->used += hdr->size;
+	c->min_ts = MIN(c->min_ts, hdr->ts);
+	c->max_ts = MAX(c->max_ts, hdr->ts);
+	p->events++;
+}
+
+/* The live record for pid; created on first sight of a process the kernel started watching. */
+static struct proc_rec *live_or_new(struct recorder *rec, uint32_t pid, uint32_t reason, uint32_t parent,
+				    uint64_t ts)
+{
+	struct proc_rec *p = pidmap_get(&rec->live, pid);
+
+	if (p || recorder_watch(rec, pid, reason, parent, ts, &p) < 0)
+		return p;
+	log_info("watching pid %u (%s): %s", pid, p->info.comm, p->why);
+	return p;
+}
+
+void recorder_append(struct recorder *rec, const struct hp_hdr *hdr)
+{
+	struct proc_rec *p;
+
+	rec->events++;
+	switch (hdr->type) {
+	case HP_EV_SWITCH: {
+		const struct hp_switch *e = (const void *)hdr;
+
+		if (e->flags & HP_SW_PREV_WATCHED) {
+			p = live_or_new(rec, e->prev_pid, HP_WATCH_GLOB, 0, hdr->ts);
+			if (p)
+				append_to(rec, p, hdr);
+		}
+		if ((e->flags & HP_SW_NEXT_WATCHED) && !((e->flags & HP_SW_PREV_WATCHED) && e->next_pid == e->prev_pid)) {
+			p = live_or_new(rec, e->next_pid, HP_WATCH_GLOB, 0, hdr->ts);
+			if (p)
+				append_to(rec, p, hdr);
+		}
+		break;
+	}
+	case HP_EV_COMM:
+	case HP_EV_WATCH: {
+		const struct hp_comm *e = (const void *)hdr;
+
+		p = live_or_new(rec, e->pid, HP_WATCH_GLOB, 0, hdr->ts);
+		if (!p)
+			break;
+		set_thread_name(p, e->tid, e->comm);
+		append_to(rec, p, hdr);
+		break;
+	}
+	case HP_EV_FORK: {
+		const struct hp_fork *e = (const void *)hdr;
+
+		if (e->child_pid != e->parent_pid) {
+			p = live_or_new(rec, e->child_pid, HP_WATCH_CHILD, e->parent_pid, hdr->ts);
+			if (p)
+				set_thread_name(p, e->child_tid, e->comm);
+		}
+		p = live_or_new(rec, e->parent_pid, HP_WATCH_GLOB, 0, hdr->ts);
+		if (!p)
+			break;
+		if (e->child_pid == e->parent_pid)
+			set_thread_name(p, e->child_tid, e->comm);
+		append_to(rec, p, hdr);
+		break;
+	}
+	case HP_EV_EXIT: {
+		const struct hp_exit *e = (const void *)hdr;
+
+		p = pidmap_get(&rec->live, e->pid);
+		if (p)
+			append_to(rec, p, hdr);
+		break;
+	}
+	}
+}
+
+static bool proc_gone(const struct proc_rec *p)
+{
+	struct proc_info now;
+
+	if (proc_read_info(p->info.pid, &now) < 0)
+		return true;
+	return now.start_time != p->info.start_time;
+}
+
+void recorder_tick(struct recorder *rec, uint64_t now, void (*gone_fn)(void *ud, uint32_t pid), void *ud)
+{
+	uint64_t horizon = now > rec->lim.window_ns ? now - rec->lim.window_ns : 0;
+	size_t keep = 0;
+
+	for (size_t i = 0; i < rec->n_procs; i++) {
+		struct proc_rec *p = rec->procs[i];
+
+		while (p->head && p->head->max_ts < horizon)
+			drop_head(rec, p, false);
+		if (!p->exit_ns && proc_gone(p)) {
+			p->exit_ns = now;
+			pidmap_del(&rec->live, p->info.pid);
+			log_info("pid %u (%s) exited; its history stays for the window", p->info.pid,
+				 p->info.comm);
+			if (gone_fn)
+				gone_fn(ud, p->info.pid);
+		}
+		if (p->exit_ns && !p->head && p->exit_ns < horizon) {
+			proc_rec_free(p);
+			continue;
+		}
+		rec->procs[keep++] = p;
+	}
+	rec->n_procs = keep;
+}
+
+size_t recorder_count(const struct recorder *rec)
+{
+	return rec->n_procs;
+}
+
+struct proc_rec *recorder_at(const struct recorder *rec, size_t i)
+{
+	return i < rec->n_procs ? rec->procs[i] : NULL;
+}
+
+uint64_t recorder_bytes(const struct recorder *rec)
+{
+	return rec->bytes;
+}
+
+uint64_t recorder_events(const struct recorder *rec)
+{
+	return rec->events;
+}
+
+const struct recorder_limits *recorder_limits(const struct recorder *rec)
+{
+	return &rec->lim;
+}

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The flight recorder: for each watched process, the records of the last `window`
+ * seconds, in 64 KiB chunks, within a per-process and a global byte budget. The oldest
+ * chunk goes first. A process that exited stays until its data ages out.
+ */
+#ifndef HOSTPROF_RECORDER_H
+#define HOSTPROF_RECORDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hostprof.h"
+#include "procfs.h"
+
+#define RECORDER_CHUNK (64 * 1024)
+
+struct chunk {
+	struct chunk *next;
+	uint64_t min_ts, max_ts; /* shards arrive unordered: a chunk's records are not sorted */
+	uint32_t used;
+	uint8_t data[];
+};
+
+struct thread_name {
+	uint32_t tid;
+	char comm[HP_COMM_LEN];
+};
+
+struct proc_rec {
+	struct proc_info info; /* pid, ppid, start_time, uid, euid, comm */
+	char *cmdline;         /* NUL-separated */
+	size_t cmdline_len;
+	uint32_t reason, parent; /* HP_WATCH_*, and the parent for HP_WATCH_CHILD */
+	char why[48];
+	uint64_t watch_ns; /* BOOTTIME when watching began */
+	uint64_t exit_ns;  /* BOOTTIME when it was found gone; 0 while alive */
+	struct chunk *head, *tail;
+	uint64_t bytes;   /* chunk memory */
+	uint64_t events;  /* records appended */
+	uint64_t evicted; /* records dropped for space (not age) */
+	struct thread_name *threads;
+	size_t n_threads, cap_threads;
+};
+
+struct recorder_limits {
+	uint64_t window_ns;
+	uint64_t buffer_bytes; /* per process */
+	uint64_t memory_bytes; /* all processes */
+};
+
+struct recorder;
+
+struct recorder *recorder_new(const struct recorder_limits *lim);
+void recorder_free(struct recorder *rec);
+void recorder_set_limits(struct recorder *rec, const struct recorder_limits *lim);
+
+/* Start recording pid (reads its /proc metadata). Returns the record, existing or new. */
+int recorder_watch(struct recorder *rec, uint32_t pid, uint32_t reason, uint32_t parent, uint64_t now,
+		   struct proc_rec **ret);
+/* The live process with this pid, else the most recent one that exited; NULL if none. */
+struct proc_rec *recorder_find(const struct recorder *rec, uint32_t pid);
+struct proc_rec *recorder_find_live(const struct recorder *rec, uint32_t pid);
+
+/* One record from the ring buffers. */
+void recorder_append(struct recorder *rec, const struct hp_hdr *hdr);
+
+/*
+ * Once a second or so: age data out of the window, find processes that are gone (their
+ * pid is free or now names another process), free exited ones with no data left.
+ * gone_fn is called for each process found gone, so the caller can stop watching it.
+ */
+void recorder_tick(struct recorder *rec, uint64_t now, void (*gone_fn)(void *ud, uint32_t pid), void *ud);
+
+/* Iteration over all processes, live and exited, oldest watch first. */
+size_t recorder_count(const struct recorder *rec);
+struct proc_rec *recorder_at(const struct recorder *rec, size_t i);
+
+uint64_t recorder_bytes(const struct recorder *rec);
+uint64_t recorder_events(const struct recorder *rec);
+const struct recorder_limits *recorder_limits(const struct recorder *rec);
+
+/* Thread name of tid within p, or NULL. */
+const char *proc_rec_thread_name(const struct proc_rec *p, uint32_t tid);
+
+#endif

@@ -1,0 +1,407 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * hostprofd's flags and config file (INI, parsed by libinih). One table maps each
+ * config key to its flag; both go through settings_set(), so they cannot disagree.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <grp.h>
+#include <ini.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "duration.h"
+#include "glob.h"
+#include "hostprof.h"
+#include "macro.h"
+#include "settings.h"
+
+enum {
+	OPT_CONFIG = 0x100,
+	OPT_SOCKET,
+	OPT_SOCKET_GROUP,
+	OPT_PID,
+	OPT_WATCH_THREAD,
+	OPT_RING_KB,
+	OPT_WINDOW,
+	OPT_BUFFER_MB,
+	OPT_MEMORY_MB,
+	OPT_FORCE_RAW_TP,
+	OPT_VERBOSE,
+	OPT_HELP,
+	OPT_VERSION,
+};
+
+struct key {
+	const char *key; /* in the config file; NULL: a flag only */
+	const char *flag;
+	int opt;
+	bool list;
+};
+
+static const struct key keys[] = {
+	{ NULL, "config", OPT_CONFIG, false },
+	{ "socket", "socket", OPT_SOCKET, false },
+	{ "socket_group", "socket-group", OPT_SOCKET_GROUP, false },
+	{ "pids", "pid", OPT_PID, true },
+	{ "watch_threads", "watch-thread", OPT_WATCH_THREAD, true },
+	{ "ring_kb", "ring-kb", OPT_RING_KB, false },
+	{ "window", "window", OPT_WINDOW, false },
+	{ "buffer_mb", "buffer-mb", OPT_BUFFER_MB, false },
+	{ "memory_mb", "memory-mb", OPT_MEMORY_MB, false },
+	{ "force_raw_tp", "force-raw-tp", OPT_FORCE_RAW_TP, false },
+};
+
+static const char usage_text[] =
+	"Usage: hostprofd [OPTION]...\n"
+	"Always-on host-side stall profiler for AI training nodes (run as root).\n"
+	"\n"
+	"  --config FILE          config file (default " HOSTPROF_DEFAULT_CONFIG ")\n"
+	"  --socket PATH          control socket (default /run/hostprof/hostprofd.sock)\n"
+	"  --socket-group NAME    group allowed on the socket, mode 0660 (default: hostprof if it exists)\n"
+	"  --pid PID              watch this process (repeatable)\n"
+	"  --watch-thread GLOB    watch any process with a thread of this name (repeatable;\n"
+	"                         default acl_thread; '*' and '?' match)\n"
+	"  --ring-kb N            kernel ring buffer per CPU, KiB, a power of two (default 1024)\n"
+	"  --window DUR           history kept per process (default 30s)\n"
+	"  --buffer-mb N          memory per process, MiB (default 32)\n"
+	"  --memory-mb N          memory for all processes, MiB (default 512)\n"
+	"  --force-raw-tp         attach raw tracepoints even where tp_btf works\n"
+	"  -v, --verbose          log debug messages\n"
+	"  -h, --help             this text\n"
+	"  --version              print the version\n";
+
+static const struct key *key_by_name(const char *name)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
+		if (keys[i].key && !strcmp(keys[i].key, name))
+			return &keys[i];
+	return NULL;
+}
+
+static const struct key *key_by_opt(int opt)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
+		if (keys[i].opt == opt)
+			return &keys[i];
+	return NULL;
+}
+
+static void clear_list(struct settings *s, int opt)
+{
+	if (opt == OPT_PID) {
+		free(s->pids);
+		s->pids = NULL;
+		s->n_pids = 0;
+	} else if (opt == OPT_WATCH_THREAD) {
+		for (size_t i = 0; i < s->n_watch_threads; i++)
+			free(s->watch_threads[i]);
+		free(s->watch_threads);
+		s->watch_threads = NULL;
+		s->n_watch_threads = 0;
+	}
+}
+
+static int add_pid(struct settings *s, const char *v)
+{
+	uint64_t pid;
+	uint32_t *p;
+
+	if (parse_uint(v, INT32_MAX, &pid) < 0 || pid == 0)
+		return -EINVAL;
+	for (size_t i = 0; i < s->n_pids; i++)
+		if (s->pids[i] == pid)
+			return 0;
+	p = realloc(s->pids, (s->n_pids + 1) * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	s->pids = p;
+	s->pids[s->n_pids++] = pid;
+	return 0;
+}
+
+static int add_glob(struct settings *s, const char *v)
+{
+	char **p;
+
+	if (!thread_glob_valid(v))
+		return -EINVAL;
+	for (size_t i = 0; i < s->n_watch_threads; i++)
+		if (!strcmp(s->watch_threads[i], v))
+			return 0;
+	if (s->n_watch_threads >= HP_MAX_GLOBS)
+		return -E2BIG;
+	p = realloc(s->watch_threads, (s->n_watch_threads + 1) * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	s->watch_threads = p;
+	s->watch_threads[s->n_watch_threads] = strdup(v);
+	if (!s->watch_threads[s->n_watch_threads])
+		return -ENOMEM;
+	s->n_watch_threads++;
+	return 0;
+}
+
+/* A list value: items separated by commas or blanks. */
+static int add_items(struct settings *s, int opt, const char *value)
+{
+	_cleanup_free_ char *copy = strdup(value);
+	char *save = NULL;
+	int r;
+
+	if (!copy)
+		return -ENOMEM;
+	for (char *item = strtok_r(copy, ", \t", &save); item; item = strtok_r(NULL, ", \t", &save)) {
+		r = opt == OPT_PID ? add_pid(s, item) : add_glob(s, item);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int set_string(char **dst, const char *v)
+{
+	char *c = strdup(v);
+
+	if (!c)
+		return -ENOMEM;
+	free(*dst);
+	*dst = c;
+	return 0;
+}
+
+static bool parse_bool(const char *v, bool *ret)
+{
+	if (!strcmp(v, "1") || !strcmp(v, "yes") || !strcmp(v, "true") || !strcmp(v, "on"))
+		*ret = true;
+	else if (!strcmp(v, "0") || !strcmp(v, "no") || !strcmp(v, "false") || !strcmp(v, "off"))
+		*ret = false;
+	else
+		return false;
+	return true;
+}
+
+/* Set one value; *why says what is wrong with it. */
+static int settings_set(struct settings *s, int opt, const char *v, const char **why)
+{
+	uint64_t u;
+	int r;
+
+	switch (opt) {
+	case OPT_SOCKET:
+		if (v[0] != '/') {
+			*why = "must be an absolute path";
+			return -EINVAL;
+		}
+		return set_string(&s->socket, v);
+	case OPT_SOCKET_GROUP:
+		s->socket_group_explicit = true;
+		return set_string(&s->socket_group, v);
+	case OPT_PID:
+		r = add_items(s, opt, v);
+		*why = "must be process ids";
+		return r;
+	case OPT_WATCH_THREAD:
+		r = add_items(s, opt, v);
+		*why = r == -E2BIG ? "at most 8 patterns" : "must be 1 to 15 characters";
+		return r;
+	case OPT_RING_KB:
+		*why = "must be a power of two from 4 to 1048576 (KiB)";
+		if (parse_uint(v, 1 << 20, &u) < 0 || u < 4 || (u & (u - 1)))
+			return -EINVAL;
+		s->ring_kb = u;
+		return 0;
+	case OPT_WINDOW:
+		*why = "must be a duration of 1s to 1h, like 30s or 2m";
+		if (parse_duration(v, &u) < 0 || u < NSEC_PER_SEC || u > 3600 * NSEC_PER_SEC)
+			return -EINVAL;
+		s->window_ns = u;
+		return 0;
+	case OPT_BUFFER_MB:
+	case OPT_MEMORY_MB:
+		*why = "must be a number of MiB from 1 to 1048576";
+		if (parse_uint(v, 1 << 20, &u) < 0 || u < 1)
+			return -EINVAL;
+		*(opt == OPT_BUFFER_MB ? &s->buffer_mb : &s->memory_mb) = u;
+		return 0;
+	case OPT_FORCE_RAW_TP:
+		*why = "must be yes or no";
+		return parse_bool(v, &s->force_raw_tp) ? 0 : -EINVAL;
+	}
+	*why = "unknown";
+	return -EINVAL;
+}
+
+struct ini_ctx {
+	struct settings *s;
+	const char *path;
+	int error;
+	bool cleared[OPT_VERSION + 1];
+};
+
+static int on_ini(void *user, const char *section, const char *name, const char *value)
+{
+	struct ini_ctx *ctx = user;
+	const struct key *k;
+	const char *why = "";
+	int r;
+
+	if (section[0]) {
+		fprintf(stderr, "hostprofd: %s: unknown section [%s]\n", ctx->path, section);
+		ctx->error = -EINVAL;
+		return 0;
+	}
+	k = key_by_name(name);
+	if (!k) {
+		fprintf(stderr, "hostprofd: %s: unknown key '%s'\n", ctx->path, name);
+		ctx->error = -EINVAL;
+		return 0;
+	}
+	if (k->list && !ctx->cleared[k->opt]) {
+		clear_list(ctx->s, k->opt); /* the file's list replaces the default */
+		ctx->cleared[k->opt] = true;
+	}
+	r = settings_set(ctx->s, k->opt, value, &why);
+	if (r < 0) {
+		fprintf(stderr, "hostprofd: %s: %s = %s: %s\n", ctx->path, name, value, why);
+		ctx->error = r;
+		return 0;
+	}
+	return 1;
+}
+
+static int load_defaults(struct settings *s)
+{
+	*s = (struct settings){
+		.ring_kb = 1024,
+		.window_ns = 30 * NSEC_PER_SEC,
+		.buffer_mb = 32,
+		.memory_mb = 512,
+	};
+	if (set_string(&s->config, HOSTPROF_DEFAULT_CONFIG) < 0 ||
+	    set_string(&s->socket, "/run/hostprof/hostprofd.sock") < 0 ||
+	    set_string(&s->socket_group, "hostprof") < 0 || add_glob(s, "acl_thread") < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+static int load_config(struct settings *s)
+{
+	struct ini_ctx ctx = { .s = s, .path = s->config };
+	FILE *f;
+	int line;
+
+	f = fopen(s->config, "re");
+	if (!f) {
+		if (errno == ENOENT && !s->config_explicit)
+			return 0; /* no config file: the defaults */
+		fprintf(stderr, "hostprofd: cannot read config file %s: %m\n", s->config);
+		return -errno;
+	}
+	line = ini_parse_file(f, on_ini, &ctx);
+	fclose(f);
+	if (ctx.error < 0)
+		return ctx.error;
+	if (line != 0) {
+		fprintf(stderr, "hostprofd: %s:%d: not a 'key = value' line\n", s->config, line);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int settings_load(int argc, char **argv, struct settings *ret)
+{
+	struct option opts[ARRAY_SIZE(keys) + 4] = {};
+	struct settings s;
+	size_t n = 0;
+	int c, r;
+	bool cleared[OPT_VERSION + 1] = {};
+
+	for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
+		opts[n++] = (struct option){ keys[i].flag,
+					     keys[i].opt == OPT_FORCE_RAW_TP ? no_argument : required_argument,
+					     NULL, keys[i].opt };
+	opts[n++] = (struct option){ "verbose", no_argument, NULL, 'v' };
+	opts[n++] = (struct option){ "help", no_argument, NULL, 'h' };
+	opts[n++] = (struct option){ "version", no_argument, NULL, OPT_VERSION };
+
+	r = load_defaults(&s);
+	if (r < 0)
+		goto fail;
+
+	/* first pass: --config, --help, --version, and usage errors */
+	optind = 1;
+	opterr = 1;
+	while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			fputs(usage_text, stdout);
+			settings_free(&s);
+			return 1;
+		case OPT_VERSION:
+			printf("hostprofd %s\n", HOSTPROF_VERSION);
+			settings_free(&s);
+			return 1;
+		case OPT_CONFIG:
+			r = set_string(&s.config, optarg);
+			if (r < 0)
+				goto fail;
+			s.config_explicit = true;
+			break;
+		case '?':
+			fprintf(stderr, "Try 'hostprofd --help'.\n");
+			r = -EINVAL;
+			goto fail;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "hostprofd: unexpected argument '%s'\nTry 'hostprofd --help'.\n", argv[optind]);
+		r = -EINVAL;
+		goto fail;
+	}
+
+	r = load_config(&s);
+	if (r < 0)
+		goto fail;
+
+	/* second pass: flags replace the file's values */
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
+		const struct key *k = key_by_opt(c);
+		const char *why = "";
+
+		if (c == 'v') {
+			s.verbose = true;
+			continue;
+		}
+		if (!k || c == OPT_CONFIG)
+			continue;
+		if (k->list && !cleared[c]) {
+			clear_list(&s, c);
+			cleared[c] = true;
+		}
+		r = settings_set(&s, c, c == OPT_FORCE_RAW_TP ? "yes" : optarg, &why);
+		if (r < 0) {
+			fprintf(stderr, "hostprofd: --%s %s: %s\n", k->flag, optarg ? optarg : "", why);
+			goto fail;
+		}
+	}
+	*ret = s;
+	return 0;
+fail:
+	settings_free(&s);
+	return r;
+}
+
+void settings_free(struct settings *s)
+{
+	clear_list(s, OPT_PID);
+	clear_list(s, OPT_WATCH_THREAD);
+	free(s->config);
+	free(s->socket);
+	free(s->socket_group);
+	*s = (struct settings){};
+}

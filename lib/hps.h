@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The canonical snapshot file (.hps): the 8-byte magic HPS_MAGIC, then one serialized
+ * hostprof.Snapshot (proto/snapshot.proto).
+ */
+#ifndef HOSTPROF_HPS_H
+#define HOSTPROF_HPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "snapshot.pb-c.h"
+
+#define HPS_MAGIC "HPSNAP01"
+#define HPS_MAGIC_LEN 8
+#define HPS_FORMAT_VERSION 1
+#define HPS_MAX_FILE (1ULL << 31) /* what a reader accepts */
+
+/* Serialize with the magic in front, into a new malloc'ed buffer. */
+int hps_pack(const Hostprof__Snapshot *snap, uint8_t **ret_data, size_t *ret_len);
+/* Parse bytes that start with the magic. -EBADMSG when they are not a snapshot. */
+int hps_unpack(const uint8_t *data, size_t len, Hostprof__Snapshot **ret_snap);
+int hps_read_file(const char *path, Hostprof__Snapshot **ret_snap);
+void hps_free(Hostprof__Snapshot *snap);
+
+/* Absolute timestamps of the sched_switch table (ts_delta accumulated), malloc'ed. */
+int hps_switch_times(const Hostprof__Snapshot *snap, uint64_t **ret_ts);
+
+/* String table lookup that never goes out of range. */
+static inline const char *hps_str(const Hostprof__Snapshot *snap, uint32_t idx)
+{
+	return idx < snap->n_strings ? snap->strings[idx] : "";
+}
+
+#endif

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Small helpers every hostprof source uses: cleanup attributes, array sizes. */
+#ifndef HOSTPROF_MACRO_H
+#define HOSTPROF_MACRO_H
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+
+#define NSEC_PER_USEC 1000ULL
+#define NSEC_PER_MSEC 1000000ULL
+#define NSEC_PER_SEC 1000000000ULL
+
+static inline void freep(void *p)
+{
+	free(*(void **)p);
+}
+
+static inline void closep(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+}
+
+static inline void fclosep(FILE **f)
+{
+	if (*f)
+		fclose(*f);
+}
+
+#define _cleanup_(f) __attribute__((cleanup(f)))
+#define _cleanup_free_ _cleanup_(freep)
+#define _cleanup_close_ _cleanup_(closep)
+#define _cleanup_fclose_ _cleanup_(fclosep)
+
+/* Hand a cleanup-owned pointer or fd over to the caller. */
+#define TAKE_PTR(p)                          \
+	({                                   \
+		__typeof__(p) _p_ = (p);     \
+		(p) = NULL;                  \
+		_p_;                         \
+	})
+#define TAKE_FD(fd)                          \
+	({                                   \
+		int _fd_ = (fd);             \
+		(fd) = -1;                   \
+		_fd_;                        \
+	})
+
+/* libc's -1/errno convention to ours: -errno */
+static inline int negative_errno(void)
+{
+	return errno > 0 ? -errno : -EIO;
+}
+
+#endif /* HOSTPROF_MACRO_H */
