@@ -34,7 +34,13 @@ struct hp_hdr {
 /* hp_switch.prev_state: the sched_switch tracepoint's output encoding. */
 #define HP_STATE_RUNNING 0x0
 #define HP_STATE_IDLE 0x80     /* TASK_REPORT_IDLE ("I"), not D */
-#define HP_STATE_PREEMPT 0x100 /* TASK_REPORT_MAX: switched out while runnable ("R+") */
+#define HP_STATE_PREEMPT 0x100 /* TASK_REPORT_MAX: preempted in the kernel ("R+") */
+/*
+ * Switched out while still runnable: preempted. A kernel built with PREEMPT_NONE or
+ * PREEMPT_VOLUNTARY preempts user code on its return to user mode, through a plain
+ * schedule() whose tracepoint says preempt=false: the state is then R, not R+.
+ */
+#define HP_STATE_RUNNABLE(s) ((s) == HP_STATE_RUNNING || (s) == HP_STATE_PREEMPT)
 
 /* hp_switch.flags: which side of the switch is a watched process */
 #define HP_SW_PREV_WATCHED 0x1

@@ -45,6 +45,9 @@ void loop_teardown(struct daemon *d);
 
 uint64_t now_boottime_ns(void);
 
+/* SIGHUP: re-read the config file (flags still win). */
+int daemon_reload(struct daemon *d);
+
 /* Drops by cause, host-wide, as status and snapshots show them. */
 size_t daemon_drops(struct daemon *d, struct drop_count *ret, size_t max);
 

@@ -90,8 +90,6 @@ static int on_timer(struct io_source *src, uint32_t events)
 	return 0;
 }
 
-int daemon_reload(struct daemon *d);
-
 static int on_signal(struct io_source *src, uint32_t events)
 {
 	struct daemon *d = (struct daemon *)((char *)src - offsetof(struct daemon, signal_src));

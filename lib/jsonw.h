@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * A streaming JSON writer: values are written as they come, commas and escaping are
+ * handled here. Nesting is tracked up to JSONW_MAX_DEPTH levels.
+ */
+#ifndef HOSTPROF_JSONW_H
+#define HOSTPROF_JSONW_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define JSONW_MAX_DEPTH 32
+
+struct jsonw;
+
+struct jsonw *jsonw_new(FILE *f);
+void jsonw_free(struct jsonw *j);
+
+void jsonw_begin_object(struct jsonw *j);
+void jsonw_end_object(struct jsonw *j);
+void jsonw_begin_array(struct jsonw *j);
+void jsonw_end_array(struct jsonw *j);
+void jsonw_name(struct jsonw *j, const char *name);
+void jsonw_string(struct jsonw *j, const char *s);
+void jsonw_uint(struct jsonw *j, uint64_t v);
+void jsonw_int(struct jsonw *j, int64_t v);
+void jsonw_float(struct jsonw *j, double v);
+void jsonw_bool(struct jsonw *j, bool v);
+
+void jsonw_string_field(struct jsonw *j, const char *name, const char *s);
+void jsonw_uint_field(struct jsonw *j, const char *name, uint64_t v);
+void jsonw_int_field(struct jsonw *j, const char *name, int64_t v);
+void jsonw_float_field(struct jsonw *j, const char *name, double v);
+void jsonw_bool_field(struct jsonw *j, const char *name, bool v);
+
+#endif

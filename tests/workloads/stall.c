@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * stall: a stand-in for a training process whose dispatch thread gets preempted.
+ *
+ * The process ("trainer") runs a thread named acl_thread, pinned to one CPU, that spins
+ * in short work items, as a dispatch loop does. A neighbour process ("hog"), pinned to
+ * the same CPU with SCHED_FIFO, wakes every --period-ms and spins for --burst-ms, so
+ * each burst preempts acl_thread once, for about --burst-ms.
+ *
+ * It prints one line of ground truth when it starts and one when it ends:
+ *   stall: trainer=PID acl_thread=TID hog=PID cpu=N
+ *   stall: bursts=N
+ * Exit 0; 77 when SCHED_FIFO is refused (a kernel with RT group scheduling refuses it
+ * inside a cpu cgroup without an RT budget), with the reason on stderr.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static int opt_cpu = 1;
+static int opt_period_ms = 700;
+static int opt_burst_ms = 25;
+static double opt_duration_s = 3.0;
+static int opt_prio = 50;
+static int opt_start_delay_ms = 0;
+static atomic_bool stop;
+static atomic_int acl_tid;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static int pin(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set) < 0 ? -errno : 0;
+}
+
+static void spin_until(uint64_t deadline)
+{
+	while (now_ns() < deadline)
+		;
+}
+
+static void *acl_thread_main(void *arg)
+{
+	volatile uint64_t sink = 0;
+
+	prctl(PR_SET_NAME, "acl_thread");
+	if (pin(opt_cpu) < 0)
+		fprintf(stderr, "stall: cannot pin acl_thread to CPU %d: %s\n", opt_cpu, strerror(errno));
+	atomic_store(&acl_tid, (int)syscall(SYS_gettid));
+	/* dispatch loop: work items of ~50 us, never sleeping, so a preemption shows as R+ */
+	while (!atomic_load(&stop)) {
+		for (int i = 0; i < 20000; i++)
+			sink += i;
+	}
+	return NULL;
+}
+
+/* The neighbour: SCHED_FIFO on the same CPU, a burst every period. */
+static int run_hog(int ready_fd)
+{
+	struct sched_param sp = { .sched_priority = opt_prio };
+	uint64_t end = now_ns() + (uint64_t)(opt_duration_s * 1e9);
+	char status = 0;
+	int bursts = 0;
+
+	prctl(PR_SET_NAME, "hog");
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (pin(opt_cpu) < 0)
+		status = 2;
+	else if (sched_setscheduler(0, SCHED_FIFO, &sp) < 0)
+		status = 1;
+	if (write(ready_fd, &status, 1) != 1 || status)
+		_exit(status == 1 ? 77 : 1);
+	close(ready_fd);
+	while (now_ns() + (uint64_t)opt_period_ms * 1000000ull < end) {
+		struct timespec ts = { opt_period_ms / 1000, (opt_period_ms % 1000) * 1000000L };
+
+		nanosleep(&ts, NULL);
+		spin_until(now_ns() + opt_burst_ms * 1000000ull);
+		bursts++;
+	}
+	return bursts;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: stall [--cpu N] [--period-ms N] [--burst-ms N] [--duration S] [--prio N]"
+			" [--start-delay-ms N]\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "cpu", required_argument, NULL, 'c' },
+		{ "period-ms", required_argument, NULL, 'p' },
+		{ "burst-ms", required_argument, NULL, 'b' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "prio", required_argument, NULL, 'P' },
+		{ "start-delay-ms", required_argument, NULL, 's' },
+		{},
+	};
+	int pipefd[2], opt, wstatus, bursts_pipe[2];
+	pthread_t thr;
+	char status;
+	pid_t hog;
+	int bursts = 0;
+
+	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'c':
+			opt_cpu = atoi(optarg);
+			break;
+		case 'p':
+			opt_period_ms = atoi(optarg);
+			break;
+		case 'b':
+			opt_burst_ms = atoi(optarg);
+			break;
+		case 'd':
+			opt_duration_s = atof(optarg);
+			break;
+		case 'P':
+			opt_prio = atoi(optarg);
+			break;
+		case 's':
+			opt_start_delay_ms = atoi(optarg);
+			break;
+		default:
+			usage();
+		}
+	}
+	if (opt_period_ms <= 0 || opt_burst_ms <= 0 || opt_duration_s <= 0 || opt_cpu < 0)
+		usage();
+	if (opt_cpu >= sysconf(_SC_NPROCESSORS_ONLN)) {
+		fprintf(stderr, "stall: CPU %d is not online\n", opt_cpu);
+		return 77;
+	}
+	prctl(PR_SET_NAME, "trainer");
+	if (opt_start_delay_ms) {
+		/* gives a watcher time to start before the thread gets its name */
+		struct timespec ts = { opt_start_delay_ms / 1000, (opt_start_delay_ms % 1000) * 1000000L };
+
+		nanosleep(&ts, NULL);
+	}
+
+	if (pipe(pipefd) < 0 || pipe(bursts_pipe) < 0)
+		return 1;
+	hog = fork();
+	if (hog < 0)
+		return 1;
+	if (hog == 0) {
+		close(pipefd[0]);
+		close(bursts_pipe[0]);
+		bursts = run_hog(pipefd[1]);
+		if (write(bursts_pipe[1], &bursts, sizeof(bursts)) != sizeof(bursts))
+			_exit(1);
+		_exit(0);
+	}
+	close(pipefd[1]);
+	close(bursts_pipe[1]);
+	if (read(pipefd[0], &status, 1) != 1)
+		status = 3;
+	if (status) {
+		waitpid(hog, NULL, 0);
+		if (status == 1) {
+			fprintf(stderr, "stall: SCHED_FIFO refused (%s): RT group scheduling without an RT "
+					"budget for this cgroup, or not root\n",
+				strerror(EPERM));
+			return 77;
+		}
+		fprintf(stderr, "stall: the neighbour could not start (%d)\n", status);
+		return 1;
+	}
+
+	pthread_create(&thr, NULL, acl_thread_main, NULL);
+	while (!atomic_load(&acl_tid))
+		usleep(1000);
+	printf("stall: trainer=%d acl_thread=%d hog=%d cpu=%d\n", getpid(), atomic_load(&acl_tid), hog, opt_cpu);
+	fflush(stdout);
+
+	if (read(bursts_pipe[0], &bursts, sizeof(bursts)) != sizeof(bursts))
+		bursts = -1;
+	waitpid(hog, &wstatus, 0);
+	atomic_store(&stop, true);
+	pthread_join(thr, NULL);
+	printf("stall: bursts=%d\n", bursts);
+	fflush(stdout);
+	return bursts < 0 ? 1 : 0;
+}
