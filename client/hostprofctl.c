@@ -24,6 +24,7 @@
 #include "hps.h"
 #include "jsonw.h"
 #include "macro.h"
+#include "report.h"
 
 #define EXIT_USAGE 2
 #define EXIT_UNREACHABLE 3
@@ -619,6 +620,15 @@ static int cmd_snapshot(int argc, char **argv)
 	}
 	fprintf(stderr, "pid %" PRIu64 ": %" PRIu64 " sched_switch events over %.3f s, %zu threads\n", pid,
 		events, (double)(snap->end_ns - snap->start_ns) / NSEC_PER_SEC, snap->n_threads);
+	{
+		struct preempt_summary sum;
+		char line[256];
+
+		if (report_preemptions(snap, "acl_thread", &sum) == 0 && sum.threads) {
+			report_preemptions_line(&sum, "acl_thread", line, sizeof(line));
+			fprintf(stderr, "%s\n", line);
+		}
+	}
 	r = 0;
 out:
 	hps_free(snap);

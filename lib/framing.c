@@ -16,6 +16,8 @@ int hp_buf_reserve(struct hp_buf *b, size_t extra)
 
 	if (b->off && b->off == b->len)
 		b->off = b->len = 0;
+	if (extra > SIZE_MAX / 2 - b->len)
+		return -ENOMEM;
 	if (b->len + extra <= b->cap)
 		return 0;
 	/* reclaim consumed space before growing */

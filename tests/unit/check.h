@@ -25,6 +25,7 @@ static inline bool check_fail(const char *file, int line, const char *expr)
 	check_failures++;
 	if (check_failures > CHECK_MAX_REPORTS)
 		return false;
+	fflush(stdout);
 	fprintf(stderr, "FAIL %s:%d: %s", file, line, expr);
 	return true;
 }
@@ -50,30 +51,36 @@ static inline bool check_fail(const char *file, int line, const char *expr)
 #define CHECK_EQ_U64(a, b)                                                         \
 	do {                                                                       \
 		uint64_t _chk_a_ = (uint64_t)(a), _chk_b_ = (uint64_t)(b);        \
-		CHECKF(_chk_a_ == _chk_b_, "%s == %s: %" PRIu64 " != %" PRIu64,   \
-		       #a, #b, _chk_a_, _chk_b_);                                  \
+		check_count++;                                                     \
+		if (_chk_a_ != _chk_b_ && check_fail(__FILE__, __LINE__, #a " == " #b)) \
+			fprintf(stderr, ": %" PRIu64 " != %" PRIu64 "\n", _chk_a_, _chk_b_); \
 	} while (0)
 
 #define CHECK_EQ_INT(a, b)                                                         \
 	do {                                                                       \
 		int64_t _chk_a_ = (int64_t)(a), _chk_b_ = (int64_t)(b);           \
-		CHECKF(_chk_a_ == _chk_b_, "%s == %s: %" PRId64 " != %" PRId64,   \
-		       #a, #b, _chk_a_, _chk_b_);                                  \
+		check_count++;                                                     \
+		if (_chk_a_ != _chk_b_ && check_fail(__FILE__, __LINE__, #a " == " #b)) \
+			fprintf(stderr, ": %" PRId64 " != %" PRId64 "\n", _chk_a_, _chk_b_); \
 	} while (0)
 
 #define CHECK_STR(a, b)                                                            \
 	do {                                                                       \
 		const char *_chk_a_ = (a), *_chk_b_ = (b);                         \
-		CHECKF(_chk_a_ && _chk_b_ && !strcmp(_chk_a_, _chk_b_),            \
-		       "%s == %s: \"%s\" != \"%s\"", #a, #b,                       \
-		       _chk_a_ ? _chk_a_ : "(null)", _chk_b_ ? _chk_b_ : "(null)"); \
+		check_count++;                                                     \
+		if (!(_chk_a_ && _chk_b_ && !strcmp(_chk_a_, _chk_b_)) &&          \
+		    check_fail(__FILE__, __LINE__, #a " == " #b))                  \
+			fprintf(stderr, ": \"%s\" != \"%s\"\n",                   \
+				_chk_a_ ? _chk_a_ : "(null)", _chk_b_ ? _chk_b_ : "(null)"); \
 	} while (0)
 
 #define CHECK_MEM(a, b, n)                                                         \
 	do {                                                                       \
 		size_t _chk_n_ = (n);                                              \
-		CHECKF(!memcmp((a), (b), _chk_n_), "%s and %s differ in %zu bytes", \
-		       #a, #b, _chk_n_);                                           \
+		check_count++;                                                     \
+		if (memcmp((a), (b), _chk_n_) &&                                   \
+		    check_fail(__FILE__, __LINE__, "memcmp(" #a ", " #b ", " #n ") == 0")) \
+			fprintf(stderr, ": %zu bytes differ\n", _chk_n_);         \
 	} while (0)
 
 static inline int check_summary(void)
@@ -81,6 +88,7 @@ static inline int check_summary(void)
 	if (check_failures > CHECK_MAX_REPORTS)
 		fprintf(stderr, "... %lu more failures not shown\n",
 			check_failures - CHECK_MAX_REPORTS);
+	fflush(stderr);
 	printf("%lu checks, %lu failed\n", check_count, check_failures);
 	return check_failures ? 1 : 0;
 }

@@ -7,9 +7,12 @@
  * the same CPU with SCHED_FIFO, wakes every --period-ms and spins for --burst-ms, so
  * each burst preempts acl_thread once, for about --burst-ms.
  *
- * It prints one line of ground truth when it starts and one when it ends:
- *   stall: trainer=PID acl_thread=TID hog=PID cpu=N
- *   stall: bursts=N
+ * It prints ground truth, from its own clocks (CLOCK_BOOTTIME, the clock of the traces):
+ *   stall: trainer=PID acl_thread=TID hog=PID cpu=N     when it starts
+ *   burst START END                                     each burst of the hog
+ *   gap START END                                       each time acl_thread lost its CPU for
+ *                                                       at least half a burst, as it saw it
+ *   stall: bursts=N gaps=N                              at the end
  * Exit 0; 77 when SCHED_FIFO is refused (a kernel with RT group scheduling refuses it
  * inside a cpu cgroup without an RT budget), with the reason on stderr.
  */
@@ -39,11 +42,15 @@ static int opt_start_delay_ms = 0;
 static atomic_bool stop;
 static atomic_int acl_tid;
 
+#define MAX_GAPS 4096
+static uint64_t gaps[MAX_GAPS][2];
+static int n_gaps;
+
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(CLOCK_BOOTTIME, &ts);
 	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
@@ -64,22 +71,33 @@ static void spin_until(uint64_t deadline)
 
 static void *acl_thread_main(void *arg)
 {
+	uint64_t min_gap = opt_burst_ms * 1000000ull / 2, last;
 	volatile uint64_t sink = 0;
 
 	prctl(PR_SET_NAME, "acl_thread");
 	if (pin(opt_cpu) < 0)
 		fprintf(stderr, "stall: cannot pin acl_thread to CPU %d: %s\n", opt_cpu, strerror(errno));
 	atomic_store(&acl_tid, (int)syscall(SYS_gettid));
-	/* dispatch loop: work items of ~50 us, never sleeping, so a preemption shows as R+ */
+	/* dispatch loop: work items of ~10 us, never sleeping, so a preemption shows as R */
+	last = now_ns();
 	while (!atomic_load(&stop)) {
-		for (int i = 0; i < 20000; i++)
+		uint64_t now;
+
+		for (int i = 0; i < 2000; i++)
 			sink += i;
+		now = now_ns();
+		if (now - last >= min_gap && n_gaps < MAX_GAPS) {
+			gaps[n_gaps][0] = last;
+			gaps[n_gaps][1] = now;
+			n_gaps++;
+		}
+		last = now;
 	}
 	return NULL;
 }
 
 /* The neighbour: SCHED_FIFO on the same CPU, a burst every period. */
-static int run_hog(int ready_fd)
+static int run_hog(int ready_fd, FILE *bursts_out)
 {
 	struct sched_param sp = { .sched_priority = opt_prio };
 	uint64_t end = now_ns() + (uint64_t)(opt_duration_s * 1e9);
@@ -98,8 +116,12 @@ static int run_hog(int ready_fd)
 	while (now_ns() + (uint64_t)opt_period_ms * 1000000ull < end) {
 		struct timespec ts = { opt_period_ms / 1000, (opt_period_ms % 1000) * 1000000L };
 
+		uint64_t start;
+
 		nanosleep(&ts, NULL);
-		spin_until(now_ns() + opt_burst_ms * 1000000ull);
+		start = now_ns();
+		spin_until(start + opt_burst_ms * 1000000ull);
+		fprintf(bursts_out, "burst %llu %llu\n", (unsigned long long)start, (unsigned long long)now_ns());
 		bursts++;
 	}
 	return bursts;
@@ -175,7 +197,8 @@ int main(int argc, char **argv)
 	if (hog == 0) {
 		close(pipefd[0]);
 		close(bursts_pipe[0]);
-		bursts = run_hog(pipefd[1]);
+		bursts = run_hog(pipefd[1], stdout);
+		fflush(stdout);
 		if (write(bursts_pipe[1], &bursts, sizeof(bursts)) != sizeof(bursts))
 			_exit(1);
 		_exit(0);
@@ -207,7 +230,9 @@ int main(int argc, char **argv)
 	waitpid(hog, &wstatus, 0);
 	atomic_store(&stop, true);
 	pthread_join(thr, NULL);
-	printf("stall: bursts=%d\n", bursts);
+	for (int i = 0; i < n_gaps; i++)
+		printf("gap %llu %llu\n", (unsigned long long)gaps[i][0], (unsigned long long)gaps[i][1]);
+	printf("stall: bursts=%d gaps=%d\n", bursts, n_gaps);
 	fflush(stdout);
 	return bursts < 0 ? 1 : 0;
 }

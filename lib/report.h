@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Diagnosis of a snapshot. For now: the preemptions of the watched threads whose name
+ * matches a glob, and who caused them.
+ */
+#ifndef HOSTPROF_REPORT_H
+#define HOSTPROF_REPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "snapshot.pb-c.h"
+
+struct preempt_summary {
+	uint32_t threads;        /* threads of snap->pid whose name matched */
+	uint64_t preemptions;    /* switched out while runnable (R or R+) */
+	uint64_t wait_ns;        /* from those switch-outs until each ran again */
+	uint64_t max_wait_ns;
+	/* the task that took the most time from them */
+	uint32_t top_pid, top_tid;
+	int32_t top_prio;
+	char top_comm[16];
+	uint64_t top_count, top_wait_ns;
+};
+
+int report_preemptions(const Hostprof__Snapshot *snap, const char *thread_glob, struct preempt_summary *ret);
+/* One line: "acl_thread: 14 preemptions, 140.2 ms waited (max 10.1 ms), most by hog (pid 7, prio 49): 14, 140.2 ms" */
+void report_preemptions_line(const struct preempt_summary *s, const char *thread_glob, char *buf, size_t len);
+
+#endif

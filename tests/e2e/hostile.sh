@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# Hostile input on the socket: each bad client is refused or closed, and the daemon keeps
+# serving everyone else.
+. "$(dirname "$0")/lib.sh"
+require_root
+
+sleep 60 & target=$!; bg_pids+=("$target")
+start_daemon --pid "$target"
+for mode in garbage bigprefix truncated nohello badversion; do
+	expect_rc 0 "$mode: refused or closed" -- "$RAWCLIENT" "$sock" "$mode"
+done
+expect_match "protocol mismatch" "badversion: the error names the mismatch"
+
+"$RAWCLIENT" "$sock" flood 200 6 "$target" >"$tmp/flood.out" 2>&1 & flood=$!; bg_pids+=("$flood")
+for _ in $(seq 100); do grep -q "connections open" "$tmp/flood.out" && break; sleep 0.05; done
+grep -q "200 connections open" "$tmp/flood.out" && ok "200 clients connected that never read" || fail "flood: $(cat "$tmp/flood.out")"
+expect_rc 0 "status while they hang" -- ctl status
+expect_rc 0 "snapshot while they hang" -- ctl snapshot --pid "$target" -o "$tmp/s.pftrace"
+wait "$flood"
+expect_rc 0 "status after they left" -- ctl status
+kill -0 "$daemon_pid" && ok "the daemon is still running" || fail "the daemon died"
+rc=0; stop_daemon || rc=$?
+[ $rc = 0 ] && ok "clean exit" || fail "exit $rc"
+finish

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# A stall workload watched by thread name: the snapshot a user takes holds acl_thread's
+# switches, the hog that preempted it, and the thread names, in a trace Perfetto reads.
+. "$(dirname "$0")/lib.sh"
+require_root
+
+start_daemon
+run_stall --duration 3 --period-ms 250 --burst-ms 10 --cpu 1
+wait "$stall_pid" || fail "stall workload failed"
+bursts=$(sed -n 's/^stall: bursts=//p' "$tmp/stall.out")
+
+expect_rc 0 "status lists the trainer, watched for its thread name" -- ctl status
+expect_match "^$trainer +trainer .*thread name" "status row of the trainer"
+
+# the process has exited: its history is still there
+cd "$tmp" || exit 1
+expect_rc 0 "snapshot of the exited trainer" -- ctl snapshot --pid "$trainer"
+expect_match "^hostprof-$trainer-[0-9]{8}T[0-9]{6}Z\.pftrace$" "default file name hostprof-<pid>-<UTC>.pftrace"
+expect_match "acl_thread: [0-9]+ preemptions.*most by hog \(pid $hog, prio 49\)" "summary names the hog"
+default_file=$(grep -E '\.pftrace$' <<<"$out")
+[ -s "$tmp/$default_file" ] || fail "no file $default_file"
+
+expect_rc 0 "snapshot -o FILE" -- ctl snapshot --pid "$trainer" --format perfetto -o "$tmp/t.pftrace"
+trace=$(decode_perfetto "$tmp/t.pftrace") || fail "protoc cannot decode the trace"
+preempted=$(grep -A8 'sched_switch {' <<<"$trace" | awk '
+	/prev_comm:/ { prev = $2 } /prev_state:/ { state = $2 } /next_comm:/ {
+		if (prev == "\"acl_thread\"" && (state == 0 || state == 256) && $2 == "\"hog\"") n++ } END { print n + 0 }')
+[ "$preempted" -ge "$bursts" ] && ok "trace: $preempted switches acl_thread -> hog for $bursts bursts" \
+	|| fail "trace: $preempted switches acl_thread -> hog, want $bursts"
+grep -q "name: \"acl_thread\"" <<<"$trace" && ok "process tree names acl_thread" || fail "no acl_thread thread in the process tree"
+grep -q "release: \"$(uname -r)\"" <<<"$trace" && ok "system info carries the kernel release" || fail "no kernel release"
+grep -q "primary_trace_clock: BUILTIN_CLOCK_BOOTTIME" <<<"$trace" && ok "BOOTTIME clock" || fail "no BOOTTIME clock snapshot"
+
+expect_rc 0 "snapshot --format all -o PREFIX" -- ctl snapshot --pid "$trainer" --format all -o "$tmp/all"
+[ -s "$tmp/all.pftrace" ] && [ -s "$tmp/all.hps" ] && ok "all formats written" || fail "missing $tmp/all.*"
+[ "$(head -c 8 "$tmp/all.hps")" = HPSNAP01 ] && ok ".hps starts with its magic" || fail ".hps magic"
+ls "$tmp"/*.tmp* >/dev/null 2>&1 && fail "temporary files left behind"
+
+expect_rc 0 "snapshot --window 1s" -- ctl snapshot --pid "$trainer" --window 1s -o "$tmp/w.pftrace"
+n_all=$(decode_perfetto "$tmp/t.pftrace" | grep -c 'sched_switch {')
+n_win=$(decode_perfetto "$tmp/w.pftrace" | grep -c 'sched_switch {')
+[ "$n_win" -lt "$n_all" ] && [ "$n_win" -gt 0 ] && ok "a 1 s window holds fewer switches ($n_win < $n_all)" \
+	|| fail "window: $n_win of $n_all switches"
+
+expect_rc 1 "snapshot of a pid that is not watched" -- ctl snapshot --pid 1
+expect_match "pid 1 is not watched" "the error says why"
+finish

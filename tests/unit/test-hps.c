@@ -1,0 +1,635 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Unit test of lib/hps.c, the .hps snapshot file.
+ *
+ * 1. A snapshot built by hand (strings, host, clock, a process, threads, a sched_switch
+ *    table, stats) survives hps_pack → hps_unpack, and a file → hps_read_file, field by field.
+ * 2. hps_switch_times accumulates start_ns and the deltas.
+ * 3. Rejections, with the output left untouched: wrong magic, short and truncated data,
+ *    every column one entry short or long, string indices out of range, a directory,
+ *    a missing file, an oversized (sparse) file.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "hps.h"
+#include "macro.h"
+
+#define NEV 6
+#define START_NS 1000000000000ULL
+
+static char *strings[] = { "", "main", "acl_thread", "kworker/0:1", "h\xc3\xa9llo" };
+static uint64_t ts_delta[NEV] = { 5, 10, 0, 1000, 1ULL << 32, 7 };
+static uint32_t cpu[NEV] = { 0, 1, 1, 63, 0, 2 };
+static uint32_t prev_tid[NEV] = { 100, 101, 0, 100, 4194304, 101 };
+static uint32_t prev_pid[NEV] = { 100, 100, 0, 100, 4194304, 100 };
+static uint32_t prev_comm[NEV] = { 1, 2, 0, 1, 3, 4 };
+static int32_t prev_prio[NEV] = { 120, 0, 139, -1, 99, 100 };
+static uint32_t prev_state[NEV] = { 0, 1, 2, 0x100, 0x80, 0x40 };
+static uint32_t next_tid[NEV] = { 101, 0, 100, 200, 100, 100 };
+static uint32_t next_pid[NEV] = { 100, 0, 100, 200, 100, 100 };
+static uint32_t next_comm[NEV] = { 2, 0, 1, 3, 1, 1 };
+static int32_t next_prio[NEV] = { 120, 120, 120, 49, 120, -100 };
+
+/* Everything a snapshot holds, with the pieces it points to. */
+struct scene {
+	Hostprof__Snapshot snap;
+	Hostprof__HostInfo host;
+	Hostprof__ClockAnchor clock;
+	Hostprof__Process proc, *procp;
+	Hostprof__Thread thr[2], *thrp[2];
+	Hostprof__SchedSwitchTable sw;
+	Hostprof__CaptureStats stats;
+	Hostprof__Drop drop[2], *dropp[2];
+	char *cmdline[3];
+	/* private copies of the columns, for the tests that break them */
+	uint64_t ts_delta[NEV + 1];
+	uint32_t cpu[NEV + 1], prev_tid[NEV + 1], prev_pid[NEV + 1], prev_comm[NEV + 1];
+	int32_t prev_prio[NEV + 1];
+	uint32_t prev_state[NEV + 1], next_tid[NEV + 1], next_pid[NEV + 1], next_comm[NEV + 1];
+	int32_t next_prio[NEV + 1];
+};
+
+#define COPY_COLUMN(s, name)                                                   \
+	do {                                                                   \
+		memcpy((s)->name, name, sizeof(name));                         \
+		(s)->name[NEV] = 0;                                            \
+		(s)->sw.n_##name = NEV;                                        \
+		(s)->sw.name = (s)->name;                                      \
+	} while (0)
+
+static void scene_init(struct scene *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->snap = (Hostprof__Snapshot)HOSTPROF__SNAPSHOT__INIT;
+	s->host = (Hostprof__HostInfo)HOSTPROF__HOST_INFO__INIT;
+	s->clock = (Hostprof__ClockAnchor)HOSTPROF__CLOCK_ANCHOR__INIT;
+	s->proc = (Hostprof__Process)HOSTPROF__PROCESS__INIT;
+	s->thr[0] = (Hostprof__Thread)HOSTPROF__THREAD__INIT;
+	s->thr[1] = (Hostprof__Thread)HOSTPROF__THREAD__INIT;
+	s->sw = (Hostprof__SchedSwitchTable)HOSTPROF__SCHED_SWITCH_TABLE__INIT;
+	s->stats = (Hostprof__CaptureStats)HOSTPROF__CAPTURE_STATS__INIT;
+	s->drop[0] = (Hostprof__Drop)HOSTPROF__DROP__INIT;
+	s->drop[1] = (Hostprof__Drop)HOSTPROF__DROP__INIT;
+
+	s->host.hostname = "node-7";
+	s->host.sysname = "Linux";
+	s->host.kernel_release = "6.1.0-18-amd64";
+	s->host.kernel_version = "#1 SMP PREEMPT_DYNAMIC Debian 6.1.76-1";
+	s->host.machine = "x86_64";
+	s->host.has_ncpus = 1;
+	s->host.ncpus = 64;
+	s->clock.has_boottime_ns = 1;
+	s->clock.boottime_ns = START_NS;
+	s->clock.has_realtime_ns = 1;
+	s->clock.realtime_ns = 1700000000000000000ULL;
+	s->clock.has_monotonic_ns = 1;
+	s->clock.monotonic_ns = START_NS - 5;
+
+	s->cmdline[0] = "/usr/bin/server";
+	s->cmdline[1] = "--port=80";
+	s->cmdline[2] = "";
+	s->proc.has_pid = 1;
+	s->proc.pid = 100;
+	s->proc.has_ppid = 1;
+	s->proc.ppid = 1;
+	s->proc.comm = "main";
+	s->proc.n_cmdline = 3;
+	s->proc.cmdline = s->cmdline;
+	s->proc.has_start_time = 1;
+	s->proc.start_time = 123456;
+	s->proc.has_uid = 1;
+	s->proc.uid = 0;
+	s->procp = &s->proc;
+
+	s->thr[0].has_tid = 1;
+	s->thr[0].tid = 100;
+	s->thr[0].has_pid = 1;
+	s->thr[0].pid = 100;
+	s->thr[0].comm = "main";
+	s->thr[1].has_tid = 1;
+	s->thr[1].tid = 101;
+	s->thr[1].has_pid = 1;
+	s->thr[1].pid = 100;
+	s->thr[1].comm = "acl_thread";
+	s->thrp[0] = &s->thr[0];
+	s->thrp[1] = &s->thr[1];
+
+	COPY_COLUMN(s, ts_delta);
+	COPY_COLUMN(s, cpu);
+	COPY_COLUMN(s, prev_tid);
+	COPY_COLUMN(s, prev_pid);
+	COPY_COLUMN(s, prev_comm);
+	COPY_COLUMN(s, prev_prio);
+	COPY_COLUMN(s, prev_state);
+	COPY_COLUMN(s, next_tid);
+	COPY_COLUMN(s, next_pid);
+	COPY_COLUMN(s, next_comm);
+	COPY_COLUMN(s, next_prio);
+
+	s->drop[0].cause = "ring_full";
+	s->drop[0].has_count = 1;
+	s->drop[0].count = 3;
+	s->drop[1].cause = "map_full";
+	s->drop[1].has_count = 1;
+	s->drop[1].count = 0;
+	s->dropp[0] = &s->drop[0];
+	s->dropp[1] = &s->drop[1];
+	s->stats.has_events = 1;
+	s->stats.events = NEV;
+	s->stats.has_events_total = 1;
+	s->stats.events_total = 1ULL << 33;
+	s->stats.n_drops = 2;
+	s->stats.drops = s->dropp;
+	s->stats.has_evicted = 1;
+	s->stats.evicted = 11;
+
+	s->snap.has_format_version = 1;
+	s->snap.format_version = HPS_FORMAT_VERSION;
+	s->snap.producer = "hostprofd 0.1.0";
+	s->snap.host = &s->host;
+	s->snap.clock = &s->clock;
+	s->snap.has_start_ns = 1;
+	s->snap.start_ns = START_NS;
+	s->snap.has_end_ns = 1;
+	s->snap.end_ns = START_NS + 60 * 1000000000ULL;
+	s->snap.has_pid = 1;
+	s->snap.pid = 100;
+	s->snap.reason = "request";
+	s->snap.n_strings = ARRAY_SIZE(strings);
+	s->snap.strings = strings;
+	s->snap.n_processes = 1;
+	s->snap.processes = &s->procp;
+	s->snap.n_threads = 2;
+	s->snap.threads = s->thrp;
+	s->snap.switches = &s->sw;
+	s->snap.stats = &s->stats;
+}
+
+#define CHECK_COLUMN(t, name)                                                          \
+	do {                                                                           \
+		CHECK_EQ_U64((t)->n_##name, NEV);                                      \
+		if ((t)->n_##name == NEV)                                              \
+			CHECK_MEM((t)->name, name, sizeof(name));                      \
+	} while (0)
+
+/* Every field of a snapshot made from scene_init(). */
+static void check_scene(const Hostprof__Snapshot *s)
+{
+	const Hostprof__SchedSwitchTable *t = s->switches;
+
+	CHECK(s->has_format_version);
+	CHECK_EQ_U64(s->format_version, HPS_FORMAT_VERSION);
+	CHECK_STR(s->producer, "hostprofd 0.1.0");
+	CHECK(s->host != NULL);
+	if (s->host) {
+		CHECK_STR(s->host->hostname, "node-7");
+		CHECK_STR(s->host->sysname, "Linux");
+		CHECK_STR(s->host->kernel_release, "6.1.0-18-amd64");
+		CHECK_STR(s->host->kernel_version, "#1 SMP PREEMPT_DYNAMIC Debian 6.1.76-1");
+		CHECK_STR(s->host->machine, "x86_64");
+		CHECK_EQ_U64(s->host->ncpus, 64);
+	}
+	CHECK(s->clock != NULL);
+	if (s->clock) {
+		CHECK_EQ_U64(s->clock->boottime_ns, START_NS);
+		CHECK_EQ_U64(s->clock->realtime_ns, 1700000000000000000ULL);
+		CHECK_EQ_U64(s->clock->monotonic_ns, START_NS - 5);
+	}
+	CHECK_EQ_U64(s->start_ns, START_NS);
+	CHECK_EQ_U64(s->end_ns, START_NS + 60 * 1000000000ULL);
+	CHECK_EQ_U64(s->pid, 100);
+	CHECK_STR(s->reason, "request");
+
+	CHECK_EQ_U64(s->n_strings, ARRAY_SIZE(strings));
+	for (size_t i = 0; i < s->n_strings && i < ARRAY_SIZE(strings); i++)
+		CHECK_STR(s->strings[i], strings[i]);
+	CHECK_STR(hps_str(s, 2), "acl_thread");
+	CHECK_STR(hps_str(s, ARRAY_SIZE(strings)), "");
+	CHECK_STR(hps_str(s, UINT32_MAX), "");
+
+	CHECK_EQ_U64(s->n_processes, 1);
+	if (s->n_processes == 1) {
+		const Hostprof__Process *p = s->processes[0];
+
+		CHECK_EQ_U64(p->pid, 100);
+		CHECK_EQ_U64(p->ppid, 1);
+		CHECK_STR(p->comm, "main");
+		CHECK_EQ_U64(p->n_cmdline, 3);
+		if (p->n_cmdline == 3) {
+			CHECK_STR(p->cmdline[0], "/usr/bin/server");
+			CHECK_STR(p->cmdline[1], "--port=80");
+			CHECK_STR(p->cmdline[2], "");
+		}
+		CHECK_EQ_U64(p->start_time, 123456);
+		CHECK(p->has_uid);
+		CHECK_EQ_U64(p->uid, 0);
+		CHECK(!p->has_exit_ns);
+	}
+	CHECK_EQ_U64(s->n_threads, 2);
+	if (s->n_threads == 2) {
+		CHECK_EQ_U64(s->threads[0]->tid, 100);
+		CHECK_STR(s->threads[0]->comm, "main");
+		CHECK_EQ_U64(s->threads[1]->tid, 101);
+		CHECK_EQ_U64(s->threads[1]->pid, 100);
+		CHECK_STR(s->threads[1]->comm, "acl_thread");
+	}
+
+	CHECK(t != NULL);
+	if (t) {
+		CHECK_COLUMN(t, ts_delta);
+		CHECK_COLUMN(t, cpu);
+		CHECK_COLUMN(t, prev_tid);
+		CHECK_COLUMN(t, prev_pid);
+		CHECK_COLUMN(t, prev_comm);
+		CHECK_COLUMN(t, prev_prio);
+		CHECK_COLUMN(t, prev_state);
+		CHECK_COLUMN(t, next_tid);
+		CHECK_COLUMN(t, next_pid);
+		CHECK_COLUMN(t, next_comm);
+		CHECK_COLUMN(t, next_prio);
+	}
+
+	CHECK(s->stats != NULL);
+	if (s->stats) {
+		CHECK_EQ_U64(s->stats->events, NEV);
+		CHECK_EQ_U64(s->stats->events_total, 1ULL << 33);
+		CHECK_EQ_U64(s->stats->evicted, 11);
+		CHECK_EQ_U64(s->stats->n_drops, 2);
+		if (s->stats->n_drops == 2) {
+			CHECK_STR(s->stats->drops[0]->cause, "ring_full");
+			CHECK_EQ_U64(s->stats->drops[0]->count, 3);
+			CHECK_STR(s->stats->drops[1]->cause, "map_full");
+			CHECK(s->stats->drops[1]->has_count);
+			CHECK_EQ_U64(s->stats->drops[1]->count, 0);
+		}
+	}
+}
+
+/* hps_unpack of the packed scene; the return value of hps_unpack. */
+static int pack_unpack(const struct scene *sc, Hostprof__Snapshot **ret)
+{
+	uint8_t *data = NULL;
+	size_t len = 0;
+	int r;
+
+	r = hps_pack(&sc->snap, &data, &len);
+	CHECK_EQ_INT(r, 0);
+	if (r < 0)
+		return r;
+	r = hps_unpack(data, len, ret);
+	free(data);
+	return r;
+}
+
+static Hostprof__Snapshot *const UNTOUCHED = (Hostprof__Snapshot *)0x1;
+
+/* Expect hps_unpack to refuse the packed scene, and to leave the output alone. */
+static void expect_rejected(const struct scene *sc, const char *what)
+{
+	Hostprof__Snapshot *s = UNTOUCHED;
+	int r = pack_unpack(sc, &s);
+
+	CHECKF(r == -EBADMSG, "%s: hps_unpack = %d, want -EBADMSG", what, r);
+	CHECKF(s == UNTOUCHED, "%s: output written on failure", what);
+	if (r == 0 && s != UNTOUCHED)
+		hps_free(s);
+}
+
+static void test_round_trip(void)
+{
+	struct scene sc;
+	Hostprof__Snapshot *s = NULL;
+	uint8_t *data = NULL;
+	size_t len = 0;
+
+	scene_init(&sc);
+	CHECK_EQ_INT(hps_pack(&sc.snap, &data, &len), 0);
+	CHECK(len > HPS_MAGIC_LEN);
+	CHECK_EQ_U64(len, HPS_MAGIC_LEN + protobuf_c_message_get_packed_size(&sc.snap.base));
+	if (data) {
+		CHECK_MEM(data, "HPSNAP01", 8);
+		CHECK_EQ_INT(hps_unpack(data, len, &s), 0);
+		if (s) {
+			check_scene(s);
+			hps_free(s);
+		}
+	}
+	free(data);
+
+	/* just the magic: an empty snapshot */
+	s = NULL;
+	CHECK_EQ_INT(hps_unpack((const uint8_t *)HPS_MAGIC, HPS_MAGIC_LEN, &s), 0);
+	if (s) {
+		CHECK(s->switches == NULL);
+		CHECK_EQ_U64(s->n_strings, 0);
+		CHECK(!s->has_start_ns);
+		hps_free(s);
+	}
+	hps_free(NULL);
+
+	/* an empty table is consistent */
+	scene_init(&sc);
+	sc.sw = (Hostprof__SchedSwitchTable)HOSTPROF__SCHED_SWITCH_TABLE__INIT;
+	s = NULL;
+	CHECK_EQ_INT(pack_unpack(&sc, &s), 0);
+	if (s) {
+		CHECK(s->switches != NULL);
+		if (s->switches)
+			CHECK_EQ_U64(s->switches->n_ts_delta, 0);
+		hps_free(s);
+	}
+
+	/* the last string is the highest index allowed */
+	scene_init(&sc);
+	sc.prev_comm[0] = ARRAY_SIZE(strings) - 1;
+	sc.next_comm[NEV - 1] = ARRAY_SIZE(strings) - 1;
+	s = NULL;
+	CHECK_EQ_INT(pack_unpack(&sc, &s), 0);
+	hps_free(s);
+}
+
+static void test_switch_times(void)
+{
+	struct scene sc;
+	uint64_t *ts = NULL, want = START_NS;
+
+	scene_init(&sc);
+	CHECK_EQ_INT(hps_switch_times(&sc.snap, &ts), 0);
+	if (ts) {
+		for (int i = 0; i < NEV; i++) {
+			want += ts_delta[i];
+			CHECKF(ts[i] == want, "ts[%d] = %" PRIu64 ", want %" PRIu64, i, ts[i], want);
+		}
+		CHECK_EQ_U64(ts[0], START_NS + 5);
+		CHECK_EQ_U64(ts[2], ts[1]);
+		CHECK_EQ_U64(ts[NEV - 1], START_NS + 5 + 10 + 1000 + (1ULL << 32) + 7);
+	}
+	free(ts);
+
+	/* after a round trip too */
+	{
+		Hostprof__Snapshot *s = NULL;
+
+		CHECK_EQ_INT(pack_unpack(&sc, &s), 0);
+		if (s) {
+			ts = NULL;
+			CHECK_EQ_INT(hps_switch_times(s, &ts), 0);
+			if (ts)
+				CHECK_EQ_U64(ts[NEV - 1], START_NS + 5 + 10 + 1000 + (1ULL << 32) + 7);
+			free(ts);
+			hps_free(s);
+		}
+	}
+
+	/* no table, and a start of 0: an empty (but freeable) array */
+	sc.snap.switches = NULL;
+	ts = NULL;
+	CHECK_EQ_INT(hps_switch_times(&sc.snap, &ts), 0);
+	CHECK(ts != NULL);
+	free(ts);
+
+	scene_init(&sc);
+	sc.snap.has_start_ns = 0;
+	sc.snap.start_ns = 0;
+	ts = NULL;
+	CHECK_EQ_INT(hps_switch_times(&sc.snap, &ts), 0);
+	if (ts)
+		CHECK_EQ_U64(ts[0], 5);
+	free(ts);
+}
+
+/* Each column, one short and one long, in turn. */
+static void test_columns(void)
+{
+	static const char *const names[] = {
+		"ts_delta", "cpu", "prev_tid", "prev_pid", "prev_comm", "prev_prio",
+		"prev_state", "next_tid", "next_pid", "next_comm", "next_prio",
+	};
+
+	for (size_t c = 0; c < ARRAY_SIZE(names); c++) {
+		for (int delta = -1; delta <= 1; delta += 2) {
+			struct scene sc;
+			size_t *n[] = {
+				&sc.sw.n_ts_delta, &sc.sw.n_cpu, &sc.sw.n_prev_tid,
+				&sc.sw.n_prev_pid, &sc.sw.n_prev_comm, &sc.sw.n_prev_prio,
+				&sc.sw.n_prev_state, &sc.sw.n_next_tid, &sc.sw.n_next_pid,
+				&sc.sw.n_next_comm, &sc.sw.n_next_prio,
+			};
+			char what[64];
+
+			scene_init(&sc);
+			*n[c] += delta;
+			snprintf(what, sizeof(what), "%s has %zu entries of %d", names[c], *n[c], NEV);
+			expect_rejected(&sc, what);
+		}
+	}
+
+	/* only one column, the others empty */
+	{
+		struct scene sc;
+
+		scene_init(&sc);
+		sc.sw = (Hostprof__SchedSwitchTable)HOSTPROF__SCHED_SWITCH_TABLE__INIT;
+		sc.sw.n_next_prio = NEV;
+		sc.sw.next_prio = sc.next_prio;
+		expect_rejected(&sc, "next_prio alone");
+		sc.sw = (Hostprof__SchedSwitchTable)HOSTPROF__SCHED_SWITCH_TABLE__INIT;
+		sc.sw.n_ts_delta = NEV;
+		sc.sw.ts_delta = sc.ts_delta;
+		expect_rejected(&sc, "ts_delta alone");
+	}
+}
+
+static void test_string_index(void)
+{
+	static const uint32_t bad[] = { ARRAY_SIZE(strings), ARRAY_SIZE(strings) + 100, UINT32_MAX };
+
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		for (int at = 0; at < NEV; at += NEV - 1) {
+			struct scene sc;
+			char what[64];
+
+			scene_init(&sc);
+			sc.prev_comm[at] = bad[i];
+			snprintf(what, sizeof(what), "prev_comm[%d] = %u", at, bad[i]);
+			expect_rejected(&sc, what);
+
+			scene_init(&sc);
+			sc.next_comm[at] = bad[i];
+			snprintf(what, sizeof(what), "next_comm[%d] = %u", at, bad[i]);
+			expect_rejected(&sc, what);
+		}
+	}
+
+	/* events but no string table at all: even index 0 is out of range */
+	{
+		struct scene sc;
+
+		scene_init(&sc);
+		for (int i = 0; i < NEV; i++)
+			sc.prev_comm[i] = sc.next_comm[i] = 0;
+		sc.snap.n_strings = 0;
+		sc.snap.strings = NULL;
+		expect_rejected(&sc, "no strings");
+	}
+}
+
+static void test_bad_bytes(void)
+{
+	struct scene sc;
+	Hostprof__Snapshot *s;
+	uint8_t *data = NULL, garbage[64];
+	size_t len = 0, accepted = 0;
+	int r;
+
+	scene_init(&sc);
+	CHECK_EQ_INT(hps_pack(&sc.snap, &data, &len), 0);
+	if (!data)
+		return;
+
+	/* wrong magic, in each of its bytes */
+	for (size_t i = 0; i < HPS_MAGIC_LEN; i++) {
+		data[i] ^= 0x20;
+		s = UNTOUCHED;
+		r = hps_unpack(data, len, &s);
+		CHECKF(r == -EBADMSG && s == UNTOUCHED, "magic byte %zu changed: %d", i, r);
+		data[i] ^= 0x20;
+	}
+
+	/* shorter than the magic */
+	for (size_t l = 0; l < HPS_MAGIC_LEN; l++) {
+		s = UNTOUCHED;
+		r = hps_unpack(data, l, &s);
+		CHECKF(r == -EBADMSG && s == UNTOUCHED, "%zu bytes: %d", l, r);
+	}
+
+	/* cut inside the last field */
+	s = UNTOUCHED;
+	CHECK_EQ_INT(hps_unpack(data, len - 1, &s), -EBADMSG);
+	CHECK(s == UNTOUCHED);
+
+	/* cut anywhere: never a crash, and what is accepted is consistent */
+	for (size_t l = HPS_MAGIC_LEN; l < len; l++) {
+		s = NULL;
+		r = hps_unpack(data, l, &s);
+		CHECKF(r == 0 || r == -EBADMSG, "cut at %zu: %d", l, r);
+		if (r == 0) {
+			const Hostprof__SchedSwitchTable *t = s->switches;
+
+			accepted++;
+			if (t)
+				CHECKF(t->n_cpu == t->n_ts_delta && t->n_next_prio == t->n_ts_delta,
+				       "cut at %zu: inconsistent columns accepted", l);
+			hps_free(s);
+		}
+	}
+	printf("truncation: %zu of %zu cuts end on a field boundary and are accepted\n", accepted,
+	       len - HPS_MAGIC_LEN);
+	CHECK(accepted < (len - HPS_MAGIC_LEN) / 4);
+
+	/* garbage after the magic */
+	memcpy(garbage, HPS_MAGIC, HPS_MAGIC_LEN);
+	memset(garbage + HPS_MAGIC_LEN, 0xff, sizeof(garbage) - HPS_MAGIC_LEN);
+	s = UNTOUCHED;
+	CHECK_EQ_INT(hps_unpack(garbage, sizeof(garbage), &s), -EBADMSG);
+	CHECK(s == UNTOUCHED);
+	free(data);
+}
+
+static int write_file(const char *path, const void *p, size_t n)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ssize_t w;
+
+	if (fd < 0)
+		return -errno;
+	w = write(fd, p, n);
+	close(fd);
+	return w == (ssize_t)n ? 0 : -EIO;
+}
+
+static void test_files(void)
+{
+	char dir[] = "/tmp/test-hps.XXXXXX";
+	char path[128], missing[128], big[128];
+	struct scene sc;
+	Hostprof__Snapshot *s;
+	uint8_t *data = NULL;
+	size_t len = 0;
+	int fd, r;
+
+	if (!mkdtemp(dir)) {
+		CHECKF(false, "mkdtemp: %m");
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/snap.hps", dir);
+	snprintf(missing, sizeof(missing), "%s/missing.hps", dir);
+	snprintf(big, sizeof(big), "%s/big.hps", dir);
+
+	scene_init(&sc);
+	CHECK_EQ_INT(hps_pack(&sc.snap, &data, &len), 0);
+	CHECK_EQ_INT(write_file(path, data, len), 0);
+	s = NULL;
+	CHECK_EQ_INT(hps_read_file(path, &s), 0);
+	if (s) {
+		check_scene(s);
+		hps_free(s);
+	}
+
+	/* the file cut short, then with its magic broken, then empty */
+	CHECK_EQ_INT(write_file(path, data, len - 1), 0);
+	s = UNTOUCHED;
+	CHECK_EQ_INT(hps_read_file(path, &s), -EBADMSG);
+	CHECK(s == UNTOUCHED);
+	data[7] = '2';
+	CHECK_EQ_INT(write_file(path, data, len), 0);
+	CHECK_EQ_INT(hps_read_file(path, &s), -EBADMSG);
+	CHECK(s == UNTOUCHED);
+	CHECK_EQ_INT(write_file(path, "", 0), 0);
+	CHECK_EQ_INT(hps_read_file(path, &s), -EBADMSG);
+	CHECK(s == UNTOUCHED);
+	free(data);
+
+	/* not a file, no file */
+	r = hps_read_file(dir, &s);
+	CHECKF(r == -EINVAL || r == -EISDIR, "a directory: %d", r);
+	CHECK(s == UNTOUCHED);
+	CHECK_EQ_INT(hps_read_file(missing, &s), -ENOENT);
+	CHECK(s == UNTOUCHED);
+	CHECK_EQ_INT(hps_read_file("", &s), -ENOENT);
+	CHECK(s == UNTOUCHED);
+
+	/* larger than a reader accepts: refused from its size, before reading (sparse file) */
+	fd = open(big, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	CHECK(fd >= 0);
+	if (fd >= 0) {
+		if (ftruncate(fd, HPS_MAX_FILE + 1) == 0) {
+			CHECK_EQ_INT(hps_read_file(big, &s), -EFBIG);
+			CHECK(s == UNTOUCHED);
+		} else {
+			printf("ftruncate to %llu bytes: %m; skipping the oversized file check\n",
+			       HPS_MAX_FILE + 1);
+		}
+		close(fd);
+	}
+
+	unlink(big);
+	unlink(path);
+	CHECK_EQ_INT(rmdir(dir), 0);
+}
+
+int main(void)
+{
+	test_round_trip();
+	test_switch_times();
+	test_columns();
+	test_string_index();
+	test_bad_bytes();
+	test_files();
+	return check_summary();
+}
