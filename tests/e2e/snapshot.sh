@@ -8,7 +8,7 @@ require_root
 start_daemon
 run_stall --duration 3 --period-ms 250 --burst-ms 10 --cpu 1
 wait "$stall_pid" || fail "stall workload failed"
-bursts=$(sed -n 's/^stall: bursts=//p' "$tmp/stall.out")
+bursts=$(sed -n 's/^stall: bursts=\([0-9]*\).*/\1/p' "$tmp/stall.out")
 
 expect_rc 0 "status lists the trainer, watched for its thread name" -- ctl status
 expect_match "^$trainer +trainer .*thread name" "status row of the trainer"

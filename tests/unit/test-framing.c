@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -562,7 +563,23 @@ static void test_buf(void)
 	hp_buf_free(&b);
 }
 
-/* A writer child for the socketpair tests; returns its exit status as a check. */
+/*
+ * A connected pair whose reads give up after two seconds: a reader that waits for bytes
+ * that never come fails with -EAGAIN instead of hanging the test.
+ */
+static int make_pair(int sv[2])
+{
+	struct timeval tv = { .tv_sec = 2 };
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	for (int i = 0; i < 2; i++)
+		if (setsockopt(sv[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0)
+			return -errno;
+	return 0;
+}
+
+/* Waits for a writer child of the socketpair tests; its exit status is a check. */
 static void wait_child(pid_t pid, const char *what)
 {
 	int status = 0;
@@ -586,7 +603,7 @@ static void test_fd(void)
 	pid_t pid;
 
 	/* both ways, several frames, the buffer reused */
-	CHECK_EQ_INT(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	CHECK_EQ_INT(make_pair(sv), 0);
 	make_hello(&req, &hello, version, 10, 'q');
 	CHECK_EQ_INT(frame_write_fd(sv[0], &req.base, HP_MAX_REQUEST), 0);
 	error.code = HOSTPROF__ERROR__CODE__NOT_FOUND;
@@ -680,7 +697,7 @@ static void test_fd(void)
 	for (int cut = 0; cut < 3; cut++) {
 		static const size_t sent[] = { 0, 2, HP_FRAME_HDR + 5 };
 
-		CHECK_EQ_INT(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+		CHECK_EQ_INT(make_pair(sv), 0);
 		put_le32(hdr, 100);
 		memset(hdr + HP_FRAME_HDR, 'y', 10);
 		CHECK_EQ_INT(write(sv[0], hdr, sent[cut]), sent[cut]);
@@ -691,7 +708,7 @@ static void test_fd(void)
 	}
 
 	/* writing to a closed peer is an error, not a success (SIGPIPE ignored, as clients should) */
-	CHECK_EQ_INT(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	CHECK_EQ_INT(make_pair(sv), 0);
 	close(sv[1]);
 	signal(SIGPIPE, SIG_IGN);
 	CHECK_EQ_INT(frame_write_fd(sv[0], &req.base, HP_MAX_REQUEST), -EPIPE);
