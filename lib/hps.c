@@ -2,6 +2,7 @@
 /* Reading and writing .hps snapshot files; see hps.h. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -25,35 +26,162 @@ int hps_pack(const Hostprof__Snapshot *snap, uint8_t **ret_data, size_t *ret_len
 	return 0;
 }
 
+/* Every column of a table as long as the first, and every index within its table. */
+#define SAME_LEN(t, n, col) ((t)->n_##col == (n))
+#define IDX_OK(v, limit) ((v) < (limit))
+#define IDX1_OK(v, limit) ((v) <= (limit)) /* index + 1, 0 = none */
+
+static bool switches_ok(const Hostprof__Snapshot *s)
+{
+	const Hostprof__SchedSwitchTable *t = s->switches;
+	size_t n = t->n_ts_delta;
+
+	if (!SAME_LEN(t, n, cpu) || !SAME_LEN(t, n, prev_tid) || !SAME_LEN(t, n, prev_pid) ||
+	    !SAME_LEN(t, n, prev_comm) || !SAME_LEN(t, n, prev_prio) || !SAME_LEN(t, n, prev_state) ||
+	    !SAME_LEN(t, n, next_tid) || !SAME_LEN(t, n, next_pid) || !SAME_LEN(t, n, next_comm) ||
+	    !SAME_LEN(t, n, next_prio))
+		return false;
+	/* columns added later: absent (older snapshots) or complete */
+	if ((t->n_prev_policy && !SAME_LEN(t, n, prev_policy)) || (t->n_next_policy && !SAME_LEN(t, n, next_policy)) ||
+	    (t->n_next_wait_ns && !SAME_LEN(t, n, next_wait_ns)) ||
+	    (t->n_next_wait_kind && !SAME_LEN(t, n, next_wait_kind)))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!IDX_OK(t->prev_comm[i], s->n_strings) || !IDX_OK(t->next_comm[i], s->n_strings))
+			return false;
+	return true;
+}
+
+static bool wakeups_ok(const Hostprof__Snapshot *s)
+{
+	const Hostprof__WakeupTable *t = s->wakeups;
+	size_t n = t->n_ts_delta;
+
+	if (!SAME_LEN(t, n, cpu) || !SAME_LEN(t, n, tid) || !SAME_LEN(t, n, pid) || !SAME_LEN(t, n, target_cpu) ||
+	    !SAME_LEN(t, n, waker_tid) || !SAME_LEN(t, n, waker_pid) || !SAME_LEN(t, n, waker_comm) ||
+	    !SAME_LEN(t, n, flags))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!IDX_OK(t->waker_comm[i], s->n_strings))
+			return false;
+	return true;
+}
+
+static bool migrations_ok(const Hostprof__Snapshot *s)
+{
+	const Hostprof__MigrationTable *t = s->migrations;
+	size_t n = t->n_ts_delta;
+
+	return SAME_LEN(t, n, tid) && SAME_LEN(t, n, pid) && SAME_LEN(t, n, from_cpu) && SAME_LEN(t, n, to_cpu);
+}
+
+static bool syscalls_ok(const Hostprof__Snapshot *s)
+{
+	const Hostprof__SyscallTable *t = s->syscalls;
+	size_t n = t->n_ts_delta;
+
+	return SAME_LEN(t, n, dur_ns) && SAME_LEN(t, n, tid) && SAME_LEN(t, n, pid) && SAME_LEN(t, n, nr) &&
+	       SAME_LEN(t, n, ret) && SAME_LEN(t, n, arg0) && SAME_LEN(t, n, arg1) && SAME_LEN(t, n, arg2) &&
+	       SAME_LEN(t, n, cpu);
+}
+
+static bool offcpu_ok(const Hostprof__Snapshot *s)
+{
+	const Hostprof__OffCpuTable *t = s->offcpu;
+	size_t n = t->n_ts_delta;
+
+	if (!SAME_LEN(t, n, dur_ns) || !SAME_LEN(t, n, tid) || !SAME_LEN(t, n, pid) || !SAME_LEN(t, n, state) ||
+	    !SAME_LEN(t, n, waker_tid) || !SAME_LEN(t, n, waker_pid) || !SAME_LEN(t, n, waker_comm) ||
+	    !SAME_LEN(t, n, kstack) || !SAME_LEN(t, n, ustack) || !SAME_LEN(t, n, cpu))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!IDX_OK(t->waker_comm[i], s->n_strings) || !IDX1_OK(t->kstack[i], s->n_stacks) ||
+		    !IDX1_OK(t->ustack[i], s->n_stacks))
+			return false;
+	return true;
+}
+
+static bool samples_ok(const Hostprof__Snapshot *s)
+{
+	const Hostprof__SampleTable *t = s->samples;
+	size_t n = t->n_ts_delta;
+
+	if (!SAME_LEN(t, n, cpu) || !SAME_LEN(t, n, tid) || !SAME_LEN(t, n, pid) || !SAME_LEN(t, n, kstack) ||
+	    !SAME_LEN(t, n, ustack))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!IDX1_OK(t->kstack[i], s->n_stacks) || !IDX1_OK(t->ustack[i], s->n_stacks))
+			return false;
+	return true;
+}
+
+static bool task_events_ok(const Hostprof__Snapshot *s)
+{
+	const Hostprof__TaskEventTable *t = s->task_events;
+	size_t n = t->n_ts_delta;
+
+	if (!SAME_LEN(t, n, kind) || !SAME_LEN(t, n, tid) || !SAME_LEN(t, n, pid) || !SAME_LEN(t, n, child_tid) ||
+	    !SAME_LEN(t, n, child_pid) || !SAME_LEN(t, n, comm))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!IDX_OK(t->comm[i], s->n_strings))
+			return false;
+	return true;
+}
+
+static bool stacks_ok(const Hostprof__Snapshot *s)
+{
+	for (size_t i = 0; i < s->n_stacks; i++)
+		for (size_t j = 0; j < s->stacks[i]->n_frames; j++)
+			if (!IDX_OK(s->stacks[i]->frames[j], s->n_frames))
+				return false;
+	for (size_t i = 0; i < s->n_frames; i++)
+		if (!IDX1_OK(s->frames[i]->mapping, s->n_mappings))
+			return false;
+	return true;
+}
+
+/* What every exporter may rely on: tables line up and indexes stay in range. */
+static bool snapshot_consistent(const Hostprof__Snapshot *s)
+{
+	if (s->switches && !switches_ok(s))
+		return false;
+	if (s->wakeups && !wakeups_ok(s))
+		return false;
+	if (s->migrations && !migrations_ok(s))
+		return false;
+	if (s->syscalls && !syscalls_ok(s))
+		return false;
+	if (s->offcpu && !offcpu_ok(s))
+		return false;
+	if (s->samples && !samples_ok(s))
+		return false;
+	if (s->task_events && !task_events_ok(s))
+		return false;
+	return stacks_ok(s);
+}
+
 int hps_unpack(const uint8_t *data, size_t len, Hostprof__Snapshot **ret_snap)
 {
 	Hostprof__Snapshot *s;
-	const Hostprof__SchedSwitchTable *t;
 
 	if (len < HPS_MAGIC_LEN || memcmp(data, HPS_MAGIC, HPS_MAGIC_LEN))
 		return -EBADMSG;
 	s = hostprof__snapshot__unpack(NULL, len - HPS_MAGIC_LEN, data + HPS_MAGIC_LEN);
 	if (!s)
 		return -EBADMSG;
-	/* The columns of a table must line up; the exporters rely on it. */
-	t = s->switches;
-	if (t) {
-		size_t n = t->n_ts_delta;
-
-		if (t->n_cpu != n || t->n_prev_tid != n || t->n_prev_pid != n || t->n_prev_comm != n ||
-		    t->n_prev_prio != n || t->n_prev_state != n || t->n_next_tid != n ||
-		    t->n_next_pid != n || t->n_next_comm != n || t->n_next_prio != n) {
-			hostprof__snapshot__free_unpacked(s, NULL);
-			return -EBADMSG;
-		}
-		for (size_t i = 0; i < n; i++)
-			if (t->prev_comm[i] >= s->n_strings || t->next_comm[i] >= s->n_strings) {
-				hostprof__snapshot__free_unpacked(s, NULL);
-				return -EBADMSG;
-			}
+	if (!snapshot_consistent(s)) {
+		hostprof__snapshot__free_unpacked(s, NULL);
+		return -EBADMSG;
 	}
 	*ret_snap = s;
 	return 0;
+}
+
+/* The same checks for a snapshot built in memory. */
+int hps_validate(const Hostprof__Snapshot *snap)
+{
+	return snapshot_consistent(snap) ? 0 : -EINVAL;
 }
 
 int hps_read_file(const char *path, Hostprof__Snapshot **ret_snap)
@@ -96,19 +224,24 @@ void hps_free(Hostprof__Snapshot *snap)
 		hostprof__snapshot__free_unpacked(snap, NULL);
 }
 
-int hps_switch_times(const Hostprof__Snapshot *snap, uint64_t **ret_ts)
+int hps_abs_times(uint64_t start_ns, const uint64_t *delta, size_t n, uint64_t **ret_ts)
 {
-	const Hostprof__SchedSwitchTable *t = snap->switches;
-	size_t n = t ? t->n_ts_delta : 0;
-	uint64_t *ts, cur = snap->start_ns;
+	uint64_t *ts, cur = start_ns;
 
 	ts = malloc(MAX(n, (size_t)1) * sizeof(*ts));
 	if (!ts)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
-		cur += t->ts_delta[i];
+		cur += delta[i];
 		ts[i] = cur;
 	}
 	*ret_ts = ts;
 	return 0;
+}
+
+int hps_switch_times(const Hostprof__Snapshot *snap, uint64_t **ret_ts)
+{
+	const Hostprof__SchedSwitchTable *t = snap->switches;
+
+	return hps_abs_times(snap->start_ns, t ? t->ts_delta : NULL, t ? t->n_ts_delta : 0, ret_ts);
 }

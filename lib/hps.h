@@ -6,6 +6,7 @@
 #ifndef HOSTPROF_HPS_H
 #define HOSTPROF_HPS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,9 +21,15 @@
 int hps_pack(const Hostprof__Snapshot *snap, uint8_t **ret_data, size_t *ret_len);
 /* Parse bytes that start with the magic. -EBADMSG when they are not a snapshot. */
 int hps_unpack(const uint8_t *data, size_t len, Hostprof__Snapshot **ret_snap);
+/* The consistency checks of hps_unpack for a snapshot built in memory: -EINVAL. */
+int hps_validate(const Hostprof__Snapshot *snap);
 int hps_read_file(const char *path, Hostprof__Snapshot **ret_snap);
 void hps_free(Hostprof__Snapshot *snap);
 
+/*
+ * Absolute timestamps of a table's ts_delta column (start_ns + running sum), malloc'ed.
+ */
+int hps_abs_times(uint64_t start_ns, const uint64_t *delta, size_t n, uint64_t **ret_ts);
 /* Absolute timestamps of the sched_switch table (ts_delta accumulated), malloc'ed. */
 int hps_switch_times(const Hostprof__Snapshot *snap, uint64_t **ret_ts);
 

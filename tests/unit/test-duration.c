@@ -170,8 +170,9 @@ static void test_format_duration(void)
 		}
 		format_duration(v, buf, sizeof(buf));
 		r = parse_duration(buf, &back);
-		CHECKF(r == 0 && back == v, "%" PRIu64 " formats as \"%s\", parsed back as %d, %" PRIu64,
-		       v, buf, r, back);
+		CHECKF(r == 0 && back == v,
+		       "%" PRIu64 " formats as \"%s\", parsed back as %d, %" PRIu64, v, buf, r,
+		       back);
 	}
 }
 

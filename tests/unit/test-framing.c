@@ -446,14 +446,15 @@ static void test_back_to_back(void)
 
 		CHECKF(got && got->body_case == HOSTPROF__REQUEST__BODY_HELLO,
 		       "frame %zu does not unpack to a Hello", i);
-		if (got && got->body_case == HOSTPROF__REQUEST__BODY_HELLO && i < ARRAY_SIZE(sizes)) {
+		if (got && got->body_case == HOSTPROF__REQUEST__BODY_HELLO &&
+		    i < ARRAY_SIZE(sizes)) {
 			const char *v = got->hello->version;
 			bool same = strlen(v) == sizes[i];
 
 			for (size_t j = 0; same && j < sizes[i]; j++)
 				same = v[j] == (char)('a' + i);
-			CHECKF(same, "frame %zu: version of %zu bytes, want %zu of '%c'", i, strlen(v),
-			       sizes[i], (char)('a' + i));
+			CHECKF(same, "frame %zu: version of %zu bytes, want %zu of '%c'", i,
+			       strlen(v), sizes[i], (char)('a' + i));
 		}
 		hostprof__request__free_unpacked(got, NULL);
 		hp_buf_consume(&b, HP_FRAME_HDR + len);
@@ -546,7 +547,8 @@ static void test_buf(void)
 		}
 		CHECKF(bad == SIZE_MAX, "stream byte %zu changed", bad);
 		CHECK_EQ_U64(hp_buf_pending(&b), in - out);
-		CHECKF(b.cap <= 64 * 1024, "cap %zu for at most %zu pending bytes", b.cap, in - out);
+		CHECKF(b.cap <= 64 * 1024, "cap %zu for at most %zu pending bytes", b.cap,
+		       in - out);
 	}
 	hp_buf_free(&b);
 	hp_buf_free(&b); /* twice is harmless */
@@ -556,8 +558,8 @@ static void test_buf(void)
 	{
 		int r = hp_buf_reserve(&b, SIZE_MAX - 5);
 
-		CHECKF(r == -ENOMEM, "hp_buf_reserve(len %zu, SIZE_MAX - 5) = %d, cap %zu", b.len, r,
-		       b.cap);
+		CHECKF(r == -ENOMEM, "hp_buf_reserve(len %zu, SIZE_MAX - 5) = %d, cap %zu", b.len,
+		       r, b.cap);
 		CHECK_MEM(b.data, "0123456789", 10);
 	}
 	hp_buf_free(&b);
@@ -707,7 +709,7 @@ static void test_fd(void)
 		close(sv[1]);
 	}
 
-	/* writing to a closed peer is an error, not a success (SIGPIPE ignored, as clients should) */
+	/* writing to a closed peer is an error, not a success (with SIGPIPE ignored) */
 	CHECK_EQ_INT(make_pair(sv), 0);
 	close(sv[1]);
 	signal(SIGPIPE, SIG_IGN);
@@ -773,7 +775,7 @@ static void test_fuzz_unpack(void)
 
 static void on_alarm(int sig)
 {
-	static const char msg[] = "FAIL: test-framing still running after 20 s: a blocking helper hangs\n";
+	static const char msg[] = "FAIL: still running after 20 s: a blocking helper hangs\n";
 
 	(void)!write(STDERR_FILENO, msg, sizeof(msg) - 1);
 	_exit(1);

@@ -25,7 +25,7 @@
 static const char pat_alphabet[] = "abc_*?";
 static const char name_alphabet[] = "abc_";
 
-/* Compiled once, run on many names: thread_glob_run and thread_glob_match must both agree with fnmatch. */
+/* g is pat compiled once; thread_glob_run (and, if asked, thread_glob_match) agree with fnmatch. */
 static void compare(const char *pat, const struct hp_glob *g, const char *name, bool check_match)
 {
 	bool want = fnmatch(pat, name, 0) == 0;

@@ -21,6 +21,7 @@
 
 #define NEV 6
 #define START_NS 1000000000000ULL
+#define LAST_TS (START_NS + 5 + 10 + 1000 + (1ULL << 32) + 7) /* start + sum(ts_delta) */
 
 static char *strings[] = { "", "main", "acl_thread", "kworker/0:1", "h\xc3\xa9llo" };
 static uint64_t ts_delta[NEV] = { 5, 10, 0, 1000, 1ULL << 32, 7 };
@@ -363,11 +364,12 @@ static void test_switch_times(void)
 	if (ts) {
 		for (int i = 0; i < NEV; i++) {
 			want += ts_delta[i];
-			CHECKF(ts[i] == want, "ts[%d] = %" PRIu64 ", want %" PRIu64, i, ts[i], want);
+			CHECKF(ts[i] == want, "ts[%d] = %" PRIu64 ", want %" PRIu64, i, ts[i],
+			       want);
 		}
 		CHECK_EQ_U64(ts[0], START_NS + 5);
 		CHECK_EQ_U64(ts[2], ts[1]);
-		CHECK_EQ_U64(ts[NEV - 1], START_NS + 5 + 10 + 1000 + (1ULL << 32) + 7);
+		CHECK_EQ_U64(ts[NEV - 1], LAST_TS);
 	}
 	free(ts);
 
@@ -380,7 +382,7 @@ static void test_switch_times(void)
 			ts = NULL;
 			CHECK_EQ_INT(hps_switch_times(s, &ts), 0);
 			if (ts)
-				CHECK_EQ_U64(ts[NEV - 1], START_NS + 5 + 10 + 1000 + (1ULL << 32) + 7);
+				CHECK_EQ_U64(ts[NEV - 1], LAST_TS);
 			free(ts);
 			hps_free(s);
 		}
@@ -424,7 +426,8 @@ static void test_columns(void)
 
 			scene_init(&sc);
 			*n[c] += delta;
-			snprintf(what, sizeof(what), "%s has %zu entries of %d", names[c], *n[c], NEV);
+			snprintf(what, sizeof(what), "%s has %zu entries of %d", names[c], *n[c],
+				 NEV);
 			expect_rejected(&sc, what);
 		}
 	}
@@ -447,7 +450,11 @@ static void test_columns(void)
 
 static void test_string_index(void)
 {
-	static const uint32_t bad[] = { ARRAY_SIZE(strings), ARRAY_SIZE(strings) + 100, UINT32_MAX };
+	static const uint32_t bad[] = {
+		ARRAY_SIZE(strings),
+		ARRAY_SIZE(strings) + 100,
+		UINT32_MAX,
+	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		for (int at = 0; at < NEV; at += NEV - 1) {

@@ -12,6 +12,9 @@
 #include "check.h"
 #include "jsonw.h"
 
+/* "héllo → 世界 🎉": two-, three- and four-byte sequences, written as they are */
+#define UTF8 "h\xc3\xa9llo \xe2\x86\x92 \xe4\xb8\x96\xe7\x95\x8c \xf0\x9f\x8e\x89"
+
 typedef void (*build_fn)(struct jsonw *j);
 
 /* What build writes, as a malloc'ed string (NULL on failure, reported). */
@@ -95,7 +98,7 @@ static void escapes(struct jsonw *j)
 	jsonw_begin_object(j);
 	jsonw_string_field(j, "quote\"key", "a\"b\\c/d");
 	jsonw_string_field(j, "ctl", "\n\t\r\x01\x1f\b\f\x7f");
-	jsonw_string_field(j, "utf8", "h\xc3\xa9llo \xe2\x86\x92 \xe4\xb8\x96\xe7\x95\x8c \xf0\x9f\x8e\x89");
+	jsonw_string_field(j, "utf8", UTF8);
 	jsonw_string_field(j, "\\", "\"\"");
 	jsonw_end_object(j);
 }
@@ -251,11 +254,12 @@ int main(void)
 	EXPECT(floats, "[0,1.5,-2.25,0.001,1e-07,1e+21,123456,null,null,null,null,42]");
 	EXPECT(escapes, "{\"quote\\\"key\":\"a\\\"b\\\\c/d\","
 			"\"ctl\":\"\\n\\t\\r\\u0001\\u001f\\u0008\\u000c\x7f\","
-			"\"utf8\":\"h\xc3\xa9llo \xe2\x86\x92 \xe4\xb8\x96\xe7\x95\x8c \xf0\x9f\x8e\x89\","
+			"\"utf8\":\"" UTF8 "\","
 			"\"\\\\\":\"\\\"\\\"\"}");
 	EXPECT(document, "{\"name\":\"acl_thread\",\"pid\":1234,\"prio\":-51,\"rate\":2.5,"
 			 "\"nan\":null,\"exited\":false,\"ok\":true,\"none\":\"\","
-			 "\"arr\":[1,\"two\",3.25,false,[],{},[-4,[5]],{\"k\":\"v\",\"n\":{}},null],"
+			 "\"arr\":[1,\"two\",3.25,false,[],{},[-4,[5]],"
+			 "{\"k\":\"v\",\"n\":{}},null],"
 			 "\"nested\":{\"a\":{\"b\":[{\"c\":1},{\"c\":2,\"d\":[]}]},\"after\":7},"
 			 "\"last\":0}");
 
