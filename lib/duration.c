@@ -63,7 +63,9 @@ int parse_duration(const char *s, uint64_t *ret_ns)
 
 const char *format_duration(uint64_t ns, char *buf, size_t len)
 {
-	if (ns && ns % (60 * NSEC_PER_SEC) == 0)
+	if (ns && ns % (3600 * NSEC_PER_SEC) == 0)
+		snprintf(buf, len, "%lluh", (unsigned long long)(ns / (3600 * NSEC_PER_SEC)));
+	else if (ns && ns % (60 * NSEC_PER_SEC) == 0)
 		snprintf(buf, len, "%llum", (unsigned long long)(ns / (60 * NSEC_PER_SEC)));
 	else if (ns % NSEC_PER_SEC == 0)
 		snprintf(buf, len, "%llus", (unsigned long long)(ns / NSEC_PER_SEC));

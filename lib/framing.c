@@ -2,6 +2,7 @@
 /* Length-prefixed protobuf-c messages over a stream socket; see framing.h. */
 #include <errno.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -113,7 +114,7 @@ int frame_peek(const struct hp_buf *in, size_t max, const uint8_t **ret_payload,
 static int write_all(int fd, const uint8_t *p, size_t n)
 {
 	while (n) {
-		ssize_t w = write(fd, p, n);
+		ssize_t w = send(fd, p, n, MSG_NOSIGNAL); /* a closed peer is -EPIPE, not SIGPIPE */
 
 		if (w < 0) {
 			if (errno == EINTR)

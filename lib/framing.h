@@ -43,7 +43,7 @@ int frame_append(struct hp_buf *out, const ProtobufCMessage *msg, size_t max);
  */
 int frame_peek(const struct hp_buf *in, size_t max, const uint8_t **ret_payload, size_t *ret_len);
 
-/* Blocking helpers for the client side. */
+/* Blocking helpers for the client side (sockets only: they send with MSG_NOSIGNAL). */
 int frame_write_fd(int fd, const ProtobufCMessage *msg, size_t max);
 /* Reads one frame into *buf (reused across calls). Returns payload length, -errno, or
  * -ECONNRESET when the peer closed. */

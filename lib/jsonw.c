@@ -137,7 +137,7 @@ void jsonw_float(struct jsonw *j, double v)
 {
 	sep(j);
 	if (isfinite(v))
-		fprintf(j->f, "%.6g", v);
+		fprintf(j->f, "%.9g", v);
 	else
 		fputs("null", j->f);
 }
