@@ -19,4 +19,18 @@ static __always_inline __u32 task_state(struct task_struct *t)
 	return BPF_CORE_READ((struct task_struct___pre514 *)t, state);
 }
 
+/* The CPU a task is on: thread_info::cpu (x86, arm64: THREAD_INFO_IN_TASK), else task_struct::cpu. */
+struct task_struct___cpu {
+	unsigned int cpu;
+} __attribute__((preserve_access_index));
+
+static __always_inline __u32 task_cpu_of(struct task_struct *t)
+{
+	struct task_struct___cpu *tc = (void *)t;
+
+	if (bpf_core_field_exists(t->thread_info.cpu))
+		return BPF_CORE_READ(t, thread_info.cpu);
+	return BPF_CORE_READ(tc, cpu);
+}
+
 #endif /* HOSTPROF_CORE_FIXES_BPF_H */

@@ -1,23 +1,42 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * hostprof's scheduling capture.
+ * hostprof's capture: scheduling, syscalls, off-CPU and on-CPU stacks.
  *
- * Collects: every context switch in which a watched process is switched out or in
- * (with the task on the other side, so the preemptor of a watched thread is named),
- * the names of watched threads (renames, exec), forks and exits of watched tasks.
+ * Collects, for watched processes (the `watched` hash, key tgid):
+ *  - every context switch in which a watched task goes out or in, with the task on the
+ *    other side (so the preemptor of a watched thread is named), and for the task going
+ *    in, how long it waited on the runqueue since its wakeup or its preemption;
+ *  - wakeups of watched tasks with the waker (the task running at sched_waking;
+ *    sched_wakeup may run on the target CPU, where it is not the waker), migrations;
+ *  - thread names (task_rename fires on prctl, pthread_setname_np and exec), forks,
+ *    execs and exits;
+ *  - syscalls (sys_enter/sys_exit, attached only while some process is watched): every
+ *    call goes into a per-thread, per-number log2 histogram; a call that took at least
+ *    syscall_min_ns is also a record, and so is every mmap/munmap/mprotect/exec;
+ *  - off-CPU intervals of at least offcpu_min_ns (blocked, not preempted), with state,
+ *    waker and stacks;
+ *  - on-CPU stack samples (a perf_event program, cpu-clock on every CPU).
+ * With the --cpus mask, every switch on those CPUs is recorded too.
  *
- * Filters in the kernel: the `watched` hash (key: tgid) decides. A process enters it
- * when the daemon adds it (--pid, /proc scan), when a watched process forks it, or when
- * one of its threads takes a name that matches a --watch-thread glob (task_rename fires
- * on prctl(PR_SET_NAME), pthread_setname_np and exec).
+ * Filters in the kernel: each hook returns after one hash lookup for tasks of
+ * unwatched processes. A process enters `watched` when the daemon adds it, when a
+ * watched process forks it, or when one of its threads takes a name that matches a
+ * --watch-thread glob (a shift-and automaton, glob.bpf.h).
  *
- * Cost per event: sched_switch, on every switch of the machine, is two hash lookups
- * (prev and next tgid) and returns there for unwatched tasks; a recorded switch adds two
- * 16-byte comm copies and one 80-byte ring buffer reservation on the current CPU's
- * ring. task_rename runs the glob automaton (16 steps per pattern), but renames are rare.
+ * Cost per event: sched_switch (every switch of the machine) is two `watched` lookups
+ * and returns there for unwatched tasks; a recorded switch is one 96-byte reservation
+ * plus two task-map updates. sys_enter/sys_exit cost one lookup for unwatched tasks, a
+ * histogram update for watched ones. Stacks are the expensive part and are taken only
+ * where they are kept: the kernel stack of an off-CPU interval is read when the task
+ * runs again and only if the interval passed the threshold (bpf_get_task_stack on the
+ * task going in, tp_btf only); its user stack at the syscall's exit that follows (the
+ * user registers are intact there); samples take both at the sample.
  *
- * Each CPU writes to its own ring buffer (`rings`, an array of ring buffers), so
- * producers never contend; the daemon merges the shards by timestamp.
+ * Each CPU writes to its own ring buffer (`rings`), so producers never contend; the
+ * daemon merges the shards by timestamp. Fixed-size records are reserved at their exact
+ * size; records with stacks are built in a per-CPU scratch slot (one per nesting level:
+ * a perf_event program can interrupt a tracepoint program on the same CPU) and copied
+ * with bpf_ringbuf_output at their exact size.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -35,6 +54,27 @@ const volatile __u64 wakeup_bytes = 64 * 1024; /* wake the daemon once this much
 /* What SIGHUP may change lives in .bss: the daemon writes it through the mmap. */
 struct hp_glob globs[HP_MAX_GLOBS];
 __u32 nr_globs;
+__u64 syscall_min_ns = 200 * 1000;
+__u64 offcpu_min_ns = 200 * 1000;
+__u64 cpus_mask[HP_MAX_CPUS / 64];
+__u32 cpus_any; /* some bit of cpus_mask is set */
+
+/* Syscall numbers always recorded, for symbolization: the running arch's. */
+#if defined(__TARGET_ARCH_x86)
+#define NR_MMAP 9
+#define NR_MPROTECT 10
+#define NR_MUNMAP 11
+#define NR_EXECVE 59
+#define NR_EXECVEAT 322
+#elif defined(__TARGET_ARCH_arm64)
+#define NR_MMAP 222
+#define NR_MPROTECT 226
+#define NR_MUNMAP 215
+#define NR_EXECVE 221
+#define NR_EXECVEAT 281
+#else
+#error "unsupported architecture"
+#endif
 
 struct ringbuf_map {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -55,12 +95,64 @@ struct {
 	__type(value, struct hp_watch);
 } watched SEC(".maps");
 
+/* Per-thread state of watched tasks (key: tid). */
+#define TASK_IN_SYSCALL 0x1
+#define TASK_USTACK_PENDING 0x2
+#define TASK_OFF_RUNNABLE 0x4 /* off the CPU preempted, not blocked */
+
+struct task {
+	__u64 off_ts;  /* switched out at */
+	__u64 wake_ts; /* woken at (0: not since it went off) */
+	__u64 sys_ts;  /* in a syscall since */
+	__u64 sys_args[HP_SYSCALL_ARGS];
+	__u64 pending_off_ts; /* TASK_USTACK_PENDING: the interval the user stack is for */
+	__u32 sys_nr;
+	__u32 off_state;
+	__u32 waker_tid;
+	__u32 waker_pid;
+	__u32 flags;
+	__u32 pad;
+	char waker_comm[HP_COMM_LEN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, HP_MAX_TASKS);
+	__type(key, __u32);
+	__type(value, struct task);
+} tasks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct hp_hist_key);
+	__type(value, struct hp_hist);
+} syscall_hist SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, HP_STAT_MAX);
 	__type(key, __u32);
 	__type(value, __u64);
 } stats SEC(".maps");
+
+/* Scratch for records with stacks: [0] for tracepoints, [1] for a perf_event program
+ * that interrupted one on the same CPU. */
+#define SCRATCH_LEVELS 2
+struct scratch {
+	__u32 depth;
+	__u32 pad;
+	__u8 buf[SCRATCH_LEVELS][HP_MAX_RECORD];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct scratch);
+} scratch SEC(".maps");
+
+static const struct task zero_task;
 
 static __always_inline void stat_inc(__u32 idx)
 {
@@ -75,38 +167,111 @@ static __always_inline bool is_watched(__u32 tgid)
 	return tgid && bpf_map_lookup_elem(&watched, &tgid);
 }
 
-/* Reserve exactly `size` bytes on this CPU's ring and fill in the header. */
-static __always_inline void *ring_reserve(void **ret_ring, __u32 size, __u16 type)
+static __always_inline bool cpu_recorded(__u32 cpu)
+{
+	if (!cpus_any || cpu >= HP_MAX_CPUS)
+		return false;
+	return cpus_mask[(cpu / 64) & (HP_MAX_CPUS / 64 - 1)] & (1ULL << (cpu % 64));
+}
+
+static __always_inline void *this_ring(void)
 {
 	__u32 cpu = bpf_get_smp_processor_id();
-	struct hp_hdr *hdr;
-	void *ring;
+	void *ring = bpf_map_lookup_elem(&rings, &cpu);
 
-	ring = bpf_map_lookup_elem(&rings, &cpu);
-	if (!ring) {
+	if (!ring)
 		stat_inc(HP_STAT_NO_RING);
+	return ring;
+}
+
+static __always_inline void fill_hdr(struct hp_hdr *hdr, __u16 type, __u32 size, __u64 ts)
+{
+	hdr->ts = ts;
+	hdr->type = type;
+	hdr->size = size;
+	hdr->cpu = bpf_get_smp_processor_id();
+}
+
+/* Reserve exactly `size` bytes on this CPU's ring and fill in the header. */
+static __always_inline void *ring_reserve(void **ret_ring, __u32 size, __u16 type, __u64 ts)
+{
+	struct hp_hdr *hdr;
+	void *ring = this_ring();
+
+	if (!ring)
 		return NULL;
-	}
 	hdr = bpf_ringbuf_reserve(ring, size, 0);
 	if (!hdr) {
 		stat_inc(HP_STAT_RING_FULL);
 		return NULL;
 	}
-	hdr->ts = bpf_ktime_get_boot_ns();
-	hdr->type = type;
-	hdr->size = size;
-	hdr->cpu = cpu;
+	fill_hdr(hdr, type, size, ts);
 	*ret_ring = ring;
 	return hdr;
+}
+
+static __always_inline __u64 wakeup_flags(void *ring)
+{
+	return bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 }
 
 /* Submit, waking the daemon only once enough has queued up; its timer drains the rest. */
 static __always_inline void ring_submit(void *ring, void *rec)
 {
-	__u64 flags = bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
-										: BPF_RB_NO_WAKEUP;
-	bpf_ringbuf_submit(rec, flags);
+	bpf_ringbuf_submit(rec, wakeup_flags(ring));
 	stat_inc(HP_STAT_EVENTS);
+}
+
+/* A record built in scratch, copied out at its exact size. */
+static __always_inline void ring_output(void *rec, __u32 size)
+{
+	void *ring = this_ring();
+
+	if (!ring)
+		return;
+	if (size > HP_MAX_RECORD)
+		return;
+	if (bpf_ringbuf_output(ring, rec, size, wakeup_flags(ring))) {
+		stat_inc(HP_STAT_RING_FULL);
+		return;
+	}
+	stat_inc(HP_STAT_EVENTS);
+}
+
+/* Take a scratch slot for this nesting level; scratch_put() gives it back. */
+static __always_inline void *scratch_get(struct scratch **ret_s)
+{
+	__u32 zero = 0, depth;
+	struct scratch *s = bpf_map_lookup_elem(&scratch, &zero);
+
+	if (!s)
+		return NULL;
+	depth = s->depth++;
+	if (depth >= SCRATCH_LEVELS) {
+		s->depth--;
+		stat_inc(HP_STAT_NESTED);
+		return NULL;
+	}
+	*ret_s = s;
+	return s->buf[depth & (SCRATCH_LEVELS - 1)];
+}
+
+static __always_inline void scratch_put(struct scratch *s)
+{
+	s->depth--;
+}
+
+/* bpf_get_stack's result as a frame count; flags say truncated or failed. */
+static __always_inline __u16 stack_frames(long r, __u32 *flags, __u32 trunc_flag, __u32 fail_flag)
+{
+	if (r < 0) {
+		*flags |= fail_flag;
+		stat_inc(HP_STAT_STACK_FAILED);
+		return 0;
+	}
+	if (r >= HP_MAX_STACK * (long)sizeof(__u64))
+		*flags |= trunc_flag; /* filled: likely deeper */
+	return r / sizeof(__u64);
 }
 
 /* fls()-style index of the highest set bit, with shifts (clang 14 and __builtin_clz). */
@@ -132,7 +297,7 @@ static __always_inline __u32 highest_bit(__u32 v)
 	}
 	if (v >= 1 << 1)
 		r += 1;
-	return 1u << r;
+	return r;
 }
 
 #define TASK_REPORT 0x7f
@@ -149,14 +314,76 @@ static __always_inline __u32 report_state(bool preempt, struct task_struct *prev
 	if (state == TASK_IDLE_STATE)
 		return HP_STATE_IDLE;
 	report = (state & TASK_REPORT) | BPF_CORE_READ(prev, exit_state);
-	return report ? highest_bit(report) : HP_STATE_RUNNING;
+	return report ? 1u << highest_bit(report) : HP_STATE_RUNNING;
 }
 
-static __always_inline int on_switch(bool preempt, struct task_struct *prev, struct task_struct *next)
+static __always_inline struct task *task_get(__u32 tid, bool create)
 {
-	__u32 prev_pid = BPF_CORE_READ(prev, tgid);
-	__u32 next_pid = BPF_CORE_READ(next, tgid);
+	struct task *t = bpf_map_lookup_elem(&tasks, &tid);
+
+	if (t || !create)
+		return t;
+	if (bpf_map_update_elem(&tasks, &tid, &zero_task, BPF_NOEXIST) && !bpf_map_lookup_elem(&tasks, &tid)) {
+		stat_inc(HP_STAT_TASK_FULL);
+		return NULL;
+	}
+	return bpf_map_lookup_elem(&tasks, &tid);
+}
+
+/*
+ * An off-CPU interval of next just ended (it was blocked at least offcpu_min_ns):
+ * emit it with next's kernel stack, read now with bpf_get_task_stack (tp_btf only;
+ * `btf` is a compile-time constant of each caller), and ask sys_exit for the user stack.
+ */
+static __always_inline void emit_offcpu(struct task_struct *next, struct task *t, __u32 tid, __u32 pid, __u64 now,
+					bool btf)
+{
+	struct scratch *s;
+	struct hp_offcpu *e = scratch_get(&s);
+	__u32 size;
+
+	if (!e)
+		return;
+	fill_hdr(&e->hdr, HP_EV_OFFCPU, 0, t->off_ts);
+	e->dur_ns = now - t->off_ts;
+	e->tid = tid;
+	e->pid = pid;
+	e->state = t->off_state;
+	e->waker_tid = t->waker_tid;
+	e->waker_pid = t->waker_pid;
+	__builtin_memcpy(e->waker_comm, t->waker_comm, HP_COMM_LEN);
+	e->stack_flags = 0;
+	e->kstack_len = 0;
+	e->ustack_len = 0;
+	e->pad = 0;
+	if (btf) {
+		long r = bpf_get_task_stack(next, e->frames, HP_MAX_STACK * sizeof(__u64), 0);
+
+		e->kstack_len = stack_frames(r, &e->stack_flags, HP_STACK_KTRUNC, HP_STACK_KFAIL);
+	} else {
+		e->stack_flags |= HP_STACK_KFAIL;
+	}
+	if (t->flags & TASK_IN_SYSCALL) {
+		e->stack_flags |= HP_STACK_USTACK_LATER;
+		t->flags |= TASK_USTACK_PENDING;
+		t->pending_off_ts = t->off_ts;
+	}
+	size = sizeof(*e) + (e->kstack_len & (HP_MAX_STACK - 1)) * sizeof(__u64);
+	if (e->kstack_len == HP_MAX_STACK)
+		size = sizeof(*e) + HP_MAX_STACK * sizeof(__u64);
+	e->hdr.size = size;
+	ring_output(e, size);
+	scratch_put(s);
+}
+
+static __always_inline int on_switch(bool preempt, struct task_struct *prev, struct task_struct *next, bool btf)
+{
+	__u32 prev_pid = BPF_CORE_READ(prev, tgid), prev_tid = BPF_CORE_READ(prev, pid);
+	__u32 next_pid = BPF_CORE_READ(next, tgid), next_tid = BPF_CORE_READ(next, pid);
+	__u64 now, wait = 0;
+	__u32 wait_kind = 0, state;
 	struct hp_switch *e;
+	struct task *t;
 	__u16 flags = 0;
 	void *ring;
 
@@ -164,24 +391,113 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 		flags |= HP_SW_PREV_WATCHED;
 	if (is_watched(next_pid))
 		flags |= HP_SW_NEXT_WATCHED;
-	if (!flags)
+	if (!flags && !cpu_recorded(bpf_get_smp_processor_id()))
 		return 0;
 
-	e = ring_reserve(&ring, sizeof(*e), HP_EV_SWITCH);
+	now = bpf_ktime_get_boot_ns();
+	state = report_state(preempt, prev);
+	if (flags & HP_SW_PREV_WATCHED) {
+		t = task_get(prev_tid, true);
+		if (t) {
+			t->off_ts = now;
+			t->off_state = state;
+			t->wake_ts = 0;
+			t->waker_tid = 0;
+			t->waker_pid = 0;
+			if (HP_STATE_RUNNABLE(state))
+				t->flags |= TASK_OFF_RUNNABLE;
+			else
+				t->flags &= ~TASK_OFF_RUNNABLE;
+		}
+	}
+	if (flags & HP_SW_NEXT_WATCHED) {
+		t = task_get(next_tid, false);
+		if (t && t->off_ts) {
+			if (t->flags & TASK_OFF_RUNNABLE) {
+				wait = now - t->off_ts;
+				wait_kind = HP_WAIT_PREEMPT;
+			} else {
+				if (t->wake_ts) {
+					wait = now - t->wake_ts;
+					wait_kind = HP_WAIT_WAKEUP;
+				}
+				if (now - t->off_ts >= offcpu_min_ns)
+					emit_offcpu(next, t, next_tid, next_pid, now, btf);
+			}
+			t->off_ts = 0;
+		}
+	}
+
+	e = ring_reserve(&ring, sizeof(*e), HP_EV_SWITCH, now);
 	if (!e)
 		return 0;
-	e->prev_tid = BPF_CORE_READ(prev, pid);
+	e->prev_tid = prev_tid;
 	e->prev_pid = prev_pid;
-	e->next_tid = BPF_CORE_READ(next, pid);
+	e->next_tid = next_tid;
 	e->next_pid = next_pid;
 	e->prev_prio = BPF_CORE_READ(prev, prio);
 	e->next_prio = BPF_CORE_READ(next, prio);
-	e->prev_state = report_state(preempt, prev);
+	e->prev_state = state;
 	e->prev_policy = BPF_CORE_READ(prev, policy);
 	e->next_policy = BPF_CORE_READ(next, policy);
 	e->flags = flags;
+	e->next_wait_ns = wait;
+	e->next_wait_kind = wait_kind;
+	e->pad = 0;
 	BPF_CORE_READ_STR_INTO(&e->prev_comm, prev, comm);
 	BPF_CORE_READ_STR_INTO(&e->next_comm, next, comm);
+	ring_submit(ring, e);
+	return 0;
+}
+
+/* The waker is the task running now. */
+static __always_inline int on_waking(struct task_struct *p, __u32 wake_flags)
+{
+	__u32 pid = BPF_CORE_READ(p, tgid), tid = BPF_CORE_READ(p, pid);
+	__u64 cur = bpf_get_current_pid_tgid(), now;
+	struct hp_wake *e;
+	struct task *t;
+	void *ring;
+
+	if (!is_watched(pid))
+		return 0;
+	now = bpf_ktime_get_boot_ns();
+	e = ring_reserve(&ring, sizeof(*e), HP_EV_WAKE, now);
+	if (!e)
+		return 0;
+	e->tid = tid;
+	e->pid = pid;
+	e->target_cpu = BPF_CORE_READ(p, wake_cpu);
+	e->flags = wake_flags;
+	e->waker_tid = (__u32)cur;
+	e->waker_pid = cur >> 32;
+	bpf_get_current_comm(e->waker_comm, sizeof(e->waker_comm));
+	t = task_get(tid, true);
+	if (t) {
+		t->wake_ts = now;
+		t->waker_tid = e->waker_tid;
+		t->waker_pid = e->waker_pid;
+		__builtin_memcpy(t->waker_comm, e->waker_comm, HP_COMM_LEN);
+	}
+	ring_submit(ring, e);
+	return 0;
+}
+
+static __always_inline int on_migrate(struct task_struct *p, __u32 dest_cpu)
+{
+	__u32 pid = BPF_CORE_READ(p, tgid);
+	struct hp_migrate *e;
+	void *ring;
+
+	if (!is_watched(pid))
+		return 0;
+	e = ring_reserve(&ring, sizeof(*e), HP_EV_MIGRATE, bpf_ktime_get_boot_ns());
+	if (!e)
+		return 0;
+	e->tid = BPF_CORE_READ(p, pid);
+	e->pid = pid;
+	e->from_cpu = task_cpu_of(p);
+	e->to_cpu = dest_cpu;
 	ring_submit(ring, e);
 	return 0;
 }
@@ -191,7 +507,7 @@ static __always_inline void emit_comm(__u16 type, __u32 tid, __u32 pid, __u32 gl
 	struct hp_comm *e;
 	void *ring;
 
-	e = ring_reserve(&ring, sizeof(*e), type);
+	e = ring_reserve(&ring, sizeof(*e), type, bpf_ktime_get_boot_ns());
 	if (!e)
 		return;
 	e->tid = tid;
@@ -243,7 +559,7 @@ static __always_inline int on_fork(struct task_struct *parent, struct task_struc
 		if (bpf_map_update_elem(&watched, &cpid, &w, BPF_NOEXIST) && !is_watched(cpid))
 			stat_inc(HP_STAT_MAP_FULL);
 	}
-	e = ring_reserve(&ring, sizeof(*e), HP_EV_FORK);
+	e = ring_reserve(&ring, sizeof(*e), HP_EV_FORK, bpf_ktime_get_boot_ns());
 	if (!e)
 		return 0;
 	e->parent_tid = BPF_CORE_READ(parent, pid);
@@ -255,22 +571,208 @@ static __always_inline int on_fork(struct task_struct *parent, struct task_struc
 	return 0;
 }
 
+static __always_inline int on_exec(struct task_struct *p, __u32 old_tid)
+{
+	__u32 pid = BPF_CORE_READ(p, tgid);
+	struct hp_exec *e;
+	void *ring;
+
+	if (!is_watched(pid))
+		return 0;
+	e = ring_reserve(&ring, sizeof(*e), HP_EV_EXEC, bpf_ktime_get_boot_ns());
+	if (!e)
+		return 0;
+	e->tid = BPF_CORE_READ(p, pid);
+	e->pid = pid;
+	e->old_tid = old_tid;
+	e->pad = 0;
+	BPF_CORE_READ_STR_INTO(&e->comm, p, comm);
+	ring_submit(ring, e);
+	return 0;
+}
+
 static __always_inline int on_exit(struct task_struct *task)
 {
-	__u32 pid = BPF_CORE_READ(task, tgid);
+	__u32 pid = BPF_CORE_READ(task, tgid), tid = BPF_CORE_READ(task, pid);
 	struct hp_exit *e;
 	void *ring;
 
 	if (!is_watched(pid))
 		return 0;
-	e = ring_reserve(&ring, sizeof(*e), HP_EV_EXIT);
+	bpf_map_delete_elem(&tasks, &tid);
+	e = ring_reserve(&ring, sizeof(*e), HP_EV_EXIT, bpf_ktime_get_boot_ns());
 	if (!e)
 		return 0;
-	e->tid = BPF_CORE_READ(task, pid);
+	e->tid = tid;
 	e->pid = pid;
 	e->exit_code = BPF_CORE_READ(task, exit_code);
 	e->pad = 0;
 	ring_submit(ring, e);
+	return 0;
+}
+
+static __always_inline int on_sys_enter(struct pt_regs *regs, long id)
+{
+	__u64 cur = bpf_get_current_pid_tgid();
+	struct task *t;
+
+	if (!is_watched(cur >> 32))
+		return 0;
+	t = task_get((__u32)cur, true);
+	if (!t)
+		return 0;
+	t->sys_ts = bpf_ktime_get_boot_ns();
+	t->sys_nr = id;
+	t->sys_args[0] = PT_REGS_PARM1_CORE_SYSCALL(regs);
+	t->sys_args[1] = PT_REGS_PARM2_CORE_SYSCALL(regs);
+	t->sys_args[2] = PT_REGS_PARM3_CORE_SYSCALL(regs);
+	t->flags |= TASK_IN_SYSCALL;
+	return 0;
+}
+
+static __always_inline __u32 hist_bucket(__u64 ns)
+{
+	__u64 us = ns / 1000;
+	__u32 b;
+
+	if (us == 0)
+		return 0;
+	b = us >> 32 ? 31 : highest_bit(us);
+	return b < HP_HIST_BUCKETS ? b : HP_HIST_BUCKETS - 1;
+}
+
+static __always_inline void hist_add(__u32 pid, __u32 tid, __u32 nr, __u64 dur)
+{
+	struct hp_hist_key key = { .pid = pid, .tid = tid, .nr = nr };
+	struct hp_hist *h = bpf_map_lookup_elem(&syscall_hist, &key);
+	__u32 b;
+
+	if (!h) {
+		struct hp_hist zero = {};
+
+		if (bpf_map_update_elem(&syscall_hist, &key, &zero, BPF_NOEXIST) &&
+		    !bpf_map_lookup_elem(&syscall_hist, &key)) {
+			stat_inc(HP_STAT_HIST_FULL);
+			return;
+		}
+		h = bpf_map_lookup_elem(&syscall_hist, &key);
+		if (!h)
+			return;
+	}
+	/* only this thread updates its own key: no atomics needed */
+	h->count++;
+	h->total_ns += dur;
+	if (dur > h->max_ns)
+		h->max_ns = dur;
+	b = hist_bucket(dur);
+	if (b < HP_HIST_BUCKETS)
+		h->buckets[b]++;
+}
+
+/* The user stack of an off-CPU interval that ended while this thread was in a syscall. */
+static __always_inline void emit_ustack(void *ctx, struct task *t, __u32 tid, __u32 pid)
+{
+	struct scratch *s;
+	struct hp_ustack *e = scratch_get(&s);
+	__u32 size;
+	long r;
+
+	if (!e)
+		return;
+	fill_hdr(&e->hdr, HP_EV_USTACK, 0, bpf_ktime_get_boot_ns());
+	e->off_ts = t->pending_off_ts;
+	e->tid = tid;
+	e->pid = pid;
+	e->pad16 = 0;
+	e->stack_flags = 0;
+	r = bpf_get_stack(ctx, e->frames, HP_MAX_STACK * sizeof(__u64), BPF_F_USER_STACK);
+	e->ustack_len = stack_frames(r, &e->stack_flags, HP_STACK_UTRUNC, HP_STACK_UFAIL);
+	size = sizeof(*e) + (e->ustack_len & (HP_MAX_STACK - 1)) * sizeof(__u64);
+	if (e->ustack_len == HP_MAX_STACK)
+		size = sizeof(*e) + HP_MAX_STACK * sizeof(__u64);
+	e->hdr.size = size;
+	ring_output(e, size);
+	scratch_put(s);
+}
+
+static __always_inline bool always_recorded(__u32 nr)
+{
+	return nr == NR_MMAP || nr == NR_MUNMAP || nr == NR_MPROTECT || nr == NR_EXECVE || nr == NR_EXECVEAT;
+}
+
+static __always_inline int on_sys_exit(void *ctx, long ret)
+{
+	__u64 cur = bpf_get_current_pid_tgid(), now, dur;
+	__u32 pid = cur >> 32, tid = (__u32)cur;
+	struct hp_syscall *e;
+	struct task *t;
+	void *ring;
+
+	if (!is_watched(pid))
+		return 0;
+	t = task_get(tid, false);
+	if (!t || !(t->flags & TASK_IN_SYSCALL))
+		return 0;
+	t->flags &= ~TASK_IN_SYSCALL;
+	if (t->flags & TASK_USTACK_PENDING) {
+		t->flags &= ~TASK_USTACK_PENDING;
+		emit_ustack(ctx, t, tid, pid);
+	}
+	now = bpf_ktime_get_boot_ns();
+	dur = now - t->sys_ts;
+	hist_add(pid, tid, t->sys_nr, dur);
+	if (dur < syscall_min_ns && !always_recorded(t->sys_nr))
+		return 0;
+	e = ring_reserve(&ring, sizeof(*e), HP_EV_SYSCALL, t->sys_ts);
+	if (!e)
+		return 0;
+	e->dur_ns = dur;
+	e->tid = tid;
+	e->pid = pid;
+	e->nr = t->sys_nr;
+	e->pad = 0;
+	e->ret = ret;
+	e->args[0] = t->sys_args[0];
+	e->args[1] = t->sys_args[1];
+	e->args[2] = t->sys_args[2];
+	ring_submit(ring, e);
+	return 0;
+}
+
+/* On-CPU sample: the task running on this CPU, with kernel and user stacks. */
+SEC("perf_event")
+int on_cpu_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 cur = bpf_get_current_pid_tgid();
+	__u32 pid = cur >> 32, tid = (__u32)cur;
+	struct hp_sample *e;
+	struct scratch *s;
+	__u32 k, u, size;
+	long r;
+
+	if (!tid || !is_watched(pid))
+		return 0;
+	e = scratch_get(&s);
+	if (!e)
+		return 0;
+	fill_hdr(&e->hdr, HP_EV_SAMPLE, 0, bpf_ktime_get_boot_ns());
+	e->tid = tid;
+	e->pid = pid;
+	e->stack_flags = 0;
+	r = bpf_get_stack(ctx, e->frames, HP_MAX_STACK * sizeof(__u64), 0);
+	k = stack_frames(r, &e->stack_flags, HP_STACK_KTRUNC, HP_STACK_KFAIL);
+	if (k > HP_MAX_STACK)
+		k = HP_MAX_STACK;
+	r = bpf_get_stack(ctx, &e->frames[k], HP_MAX_STACK * sizeof(__u64), BPF_F_USER_STACK);
+	u = stack_frames(r, &e->stack_flags, HP_STACK_UTRUNC, HP_STACK_UFAIL);
+	if (u > HP_MAX_STACK)
+		u = HP_MAX_STACK;
+	e->kstack_len = k;
+	e->ustack_len = u;
+	size = sizeof(*e) + (k + u) * sizeof(__u64);
+	e->hdr.size = size;
+	ring_output(e, size);
+	scratch_put(s);
 	return 0;
 }
 
@@ -281,13 +783,49 @@ static __always_inline int on_exit(struct task_struct *task)
 SEC("tp_btf/sched_switch")
 int BPF_PROG(tp_btf_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	return on_switch(preempt, prev, next);
+	return on_switch(preempt, prev, next, true);
 }
 
 SEC("raw_tp/sched_switch")
 int BPF_PROG(raw_tp_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	return on_switch(preempt, prev, next);
+	return on_switch(preempt, prev, next, false);
+}
+
+SEC("tp_btf/sched_waking")
+int BPF_PROG(tp_btf_sched_waking, struct task_struct *p)
+{
+	return on_waking(p, 0);
+}
+
+SEC("raw_tp/sched_waking")
+int BPF_PROG(raw_tp_sched_waking, struct task_struct *p)
+{
+	return on_waking(p, 0);
+}
+
+SEC("tp_btf/sched_wakeup_new")
+int BPF_PROG(tp_btf_sched_wakeup_new, struct task_struct *p)
+{
+	return on_waking(p, HP_WAKE_NEW);
+}
+
+SEC("raw_tp/sched_wakeup_new")
+int BPF_PROG(raw_tp_sched_wakeup_new, struct task_struct *p)
+{
+	return on_waking(p, HP_WAKE_NEW);
+}
+
+SEC("tp_btf/sched_migrate_task")
+int BPF_PROG(tp_btf_sched_migrate_task, struct task_struct *p, int dest_cpu)
+{
+	return on_migrate(p, dest_cpu);
+}
+
+SEC("raw_tp/sched_migrate_task")
+int BPF_PROG(raw_tp_sched_migrate_task, struct task_struct *p, int dest_cpu)
+{
+	return on_migrate(p, dest_cpu);
 }
 
 SEC("tp_btf/task_rename")
@@ -314,6 +852,18 @@ int BPF_PROG(raw_tp_sched_process_fork, struct task_struct *parent, struct task_
 	return on_fork(parent, child);
 }
 
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(tp_btf_sched_process_exec, struct task_struct *p, pid_t old_pid)
+{
+	return on_exec(p, old_pid);
+}
+
+SEC("raw_tp/sched_process_exec")
+int BPF_PROG(raw_tp_sched_process_exec, struct task_struct *p, pid_t old_pid)
+{
+	return on_exec(p, old_pid);
+}
+
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(tp_btf_sched_process_exit, struct task_struct *task)
 {
@@ -324,4 +874,29 @@ SEC("raw_tp/sched_process_exit")
 int BPF_PROG(raw_tp_sched_process_exit, struct task_struct *task)
 {
 	return on_exit(task);
+}
+
+/* Attached by the daemon only while some process is watched. */
+SEC("tp_btf/sys_enter")
+int BPF_PROG(tp_btf_sys_enter, struct pt_regs *regs, long id)
+{
+	return on_sys_enter(regs, id);
+}
+
+SEC("raw_tp/sys_enter")
+int BPF_PROG(raw_tp_sys_enter, struct pt_regs *regs, long id)
+{
+	return on_sys_enter(regs, id);
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(tp_btf_sys_exit, struct pt_regs *regs, long ret)
+{
+	return on_sys_exit(ctx, ret);
+}
+
+SEC("raw_tp/sys_exit")
+int BPF_PROG(raw_tp_sys_exit, struct pt_regs *regs, long ret)
+{
+	return on_sys_exit(ctx, ret);
 }

@@ -14,6 +14,11 @@
 #define HP_COMM_LEN 16
 #define HP_MAX_GLOBS 8      /* --watch-thread patterns the kernel matches */
 #define HP_MAX_WATCHED 4096 /* processes watched at once */
+#define HP_MAX_TASKS 65536  /* threads of watched processes with state in the kernel */
+#define HP_MAX_STACK 64     /* frames kept per kernel or user stack */
+#define HP_MAX_CPUS 1024    /* for the --cpus mask */
+#define HP_HIST_BUCKETS 24  /* syscall histogram: log2 of microseconds */
+#define HP_SYSCALL_ARGS 3
 
 /* Record types (hp_hdr.type). Defines, not an enum: clang 14 truncates 64-bit enums. */
 #define HP_EV_SWITCH 1 /* struct hp_switch */
@@ -21,7 +26,14 @@
 #define HP_EV_WATCH 3  /* struct hp_comm: a process became watched in the kernel */
 #define HP_EV_FORK 4   /* struct hp_fork: a watched task forked a thread or a process */
 #define HP_EV_EXIT 5   /* struct hp_exit: a watched thread exited */
-#define HP_EV_MAX 6
+#define HP_EV_WAKE 6    /* struct hp_wake: a watched task was woken */
+#define HP_EV_MIGRATE 7 /* struct hp_migrate */
+#define HP_EV_SYSCALL 8 /* struct hp_syscall: a slow syscall, or any mmap/munmap/mprotect/exec */
+#define HP_EV_OFFCPU 9  /* struct hp_offcpu + frames: blocked at least offcpu_min_ns */
+#define HP_EV_SAMPLE 10 /* struct hp_sample + frames: on-CPU stack sample */
+#define HP_EV_USTACK 11 /* struct hp_ustack + frames: the user stack of an off-CPU interval */
+#define HP_EV_EXEC 12   /* struct hp_exec */
+#define HP_EV_MAX 13
 
 /* Every record starts with this. */
 struct hp_hdr {
@@ -60,6 +72,115 @@ struct hp_switch {
 	__u16 flags;
 	char prev_comm[HP_COMM_LEN];
 	char next_comm[HP_COMM_LEN];
+	__u64 next_wait_ns;  /* next's time on the runqueue before this switch, 0: not known */
+	__u32 next_wait_kind; /* HP_WAIT_* */
+	__u32 pad;
+};
+
+#define HP_WAIT_WAKEUP 1  /* from its wakeup (sched_waking) */
+#define HP_WAIT_PREEMPT 2 /* from its preemption (switched out runnable) */
+
+struct hp_wake {
+	struct hp_hdr hdr; /* cpu: where the waker ran */
+	__u32 tid;
+	__u32 pid;
+	__u32 target_cpu;
+	__u32 flags; /* HP_WAKE_NEW */
+	__u32 waker_tid;
+	__u32 waker_pid;
+	char waker_comm[HP_COMM_LEN];
+};
+
+#define HP_WAKE_NEW 1 /* sched_wakeup_new: a new task's first wakeup */
+
+struct hp_migrate {
+	struct hp_hdr hdr;
+	__u32 tid;
+	__u32 pid;
+	__u32 from_cpu;
+	__u32 to_cpu;
+};
+
+struct hp_syscall {
+	struct hp_hdr hdr; /* ts: entry; cpu: where it returned */
+	__u64 dur_ns;
+	__u32 tid;
+	__u32 pid;
+	__u32 nr;
+	__u32 pad;
+	__s64 ret;
+	__u64 args[HP_SYSCALL_ARGS];
+};
+
+/* Stacks follow a record as frames[kstack_len + ustack_len]: kernel first, innermost first. */
+#define HP_STACK_KTRUNC 0x1      /* the kernel stack was deeper than HP_MAX_STACK */
+#define HP_STACK_UTRUNC 0x2
+#define HP_STACK_KFAIL 0x4       /* the kernel stack could not be taken */
+#define HP_STACK_UFAIL 0x8
+#define HP_STACK_USTACK_LATER 0x10 /* hp_offcpu: the user stack follows as HP_EV_USTACK */
+
+struct hp_offcpu {
+	struct hp_hdr hdr; /* ts: when it went off the CPU; cpu: where it runs again */
+	__u64 dur_ns;
+	__u32 tid;
+	__u32 pid;
+	__u32 state; /* prev_state encoding at the switch-out */
+	__u32 waker_tid;
+	__u32 waker_pid;
+	__u16 kstack_len;
+	__u16 ustack_len;
+	__u32 stack_flags;
+	__u32 pad;
+	char waker_comm[HP_COMM_LEN];
+	__u64 frames[];
+};
+
+struct hp_sample {
+	struct hp_hdr hdr;
+	__u32 tid;
+	__u32 pid;
+	__u16 kstack_len;
+	__u16 ustack_len;
+	__u32 stack_flags;
+	__u64 frames[];
+};
+
+/* The user stack of the off-CPU interval of tid that began at off_ts. */
+struct hp_ustack {
+	struct hp_hdr hdr;
+	__u64 off_ts;
+	__u32 tid;
+	__u32 pid;
+	__u16 ustack_len;
+	__u16 pad16;
+	__u32 stack_flags;
+	__u64 frames[];
+};
+
+struct hp_exec {
+	struct hp_hdr hdr;
+	__u32 tid;
+	__u32 pid;
+	__u32 old_tid;
+	__u32 pad;
+	char comm[HP_COMM_LEN];
+};
+
+#define HP_MAX_RECORD (sizeof(struct hp_offcpu) + 2 * HP_MAX_STACK * sizeof(__u64))
+
+/* syscall histograms: per thread and syscall number, every call */
+struct hp_hist_key {
+	__u32 pid;
+	__u32 tid;
+	__u32 nr;
+	__u32 pad;
+};
+
+struct hp_hist {
+	__u64 count;
+	__u64 total_ns;
+	__u64 max_ns;
+	__u32 buckets[HP_HIST_BUCKETS]; /* [i]: [2^i, 2^(i+1)) us; [0] also below 1 us */
 };
 
 struct hp_comm {
@@ -118,6 +239,10 @@ struct hp_watch {
 #define HP_STAT_RING_FULL 1   /* record dropped: its CPU's ring buffer was full */
 #define HP_STAT_MAP_FULL 2    /* a process could not be added to the watched map */
 #define HP_STAT_NO_RING 3     /* no ring buffer for this CPU (CPU came online later) */
-#define HP_STAT_MAX 4
+#define HP_STAT_TASK_FULL 4   /* per-thread state could not be kept (task map full) */
+#define HP_STAT_HIST_FULL 5   /* a syscall histogram could not be created */
+#define HP_STAT_STACK_FAILED 6 /* a stack could not be taken */
+#define HP_STAT_NESTED 7      /* a record dropped: too deeply nested programs on one CPU */
+#define HP_STAT_MAX 8
 
 #endif /* HOSTPROF_BPF_H */

@@ -9,6 +9,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/perf_event.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "capture.h"
@@ -25,7 +27,48 @@ struct capture {
 	uint64_t bad_records;
 	capture_record_fn fn;
 	void *ud;
+	struct bpf_link *sys_links[2]; /* sys_enter, sys_exit: only while something is watched */
+	struct bpf_link **sample_links; /* per CPU */
+	int *sample_fds;
+	uint32_t sample_hz;
 };
+
+/* The size of each record type; records with frames are at least this long. */
+static const uint16_t record_size[HP_EV_MAX] = {
+	[HP_EV_SWITCH] = sizeof(struct hp_switch),   [HP_EV_COMM] = sizeof(struct hp_comm),
+	[HP_EV_WATCH] = sizeof(struct hp_comm),      [HP_EV_FORK] = sizeof(struct hp_fork),
+	[HP_EV_EXIT] = sizeof(struct hp_exit),       [HP_EV_WAKE] = sizeof(struct hp_wake),
+	[HP_EV_MIGRATE] = sizeof(struct hp_migrate), [HP_EV_SYSCALL] = sizeof(struct hp_syscall),
+	[HP_EV_OFFCPU] = sizeof(struct hp_offcpu),   [HP_EV_SAMPLE] = sizeof(struct hp_sample),
+	[HP_EV_USTACK] = sizeof(struct hp_ustack),   [HP_EV_EXEC] = sizeof(struct hp_exec),
+};
+
+/* Frames a record says it carries must fit in it. */
+static bool frames_fit(const struct hp_hdr *hdr, size_t size)
+{
+	size_t base = record_size[hdr->type], frames;
+
+	switch (hdr->type) {
+	case HP_EV_OFFCPU: {
+		const struct hp_offcpu *e = (const void *)hdr;
+
+		frames = e->kstack_len + e->ustack_len;
+		break;
+	}
+	case HP_EV_SAMPLE: {
+		const struct hp_sample *e = (const void *)hdr;
+
+		frames = e->kstack_len + e->ustack_len;
+		break;
+	}
+	case HP_EV_USTACK:
+		frames = ((const struct hp_ustack *)hdr)->ustack_len;
+		break;
+	default:
+		return size == base;
+	}
+	return size == base + frames * sizeof(uint64_t);
+}
 
 static int on_sample(void *ctx, void *data, size_t size)
 {
@@ -33,7 +76,8 @@ static int on_sample(void *ctx, void *data, size_t size)
 	const struct hp_hdr *hdr = data;
 
 	/* The kernel is trusted, but a record we cannot parse is counted, not used. */
-	if (size < sizeof(*hdr) || hdr->size != size || hdr->type == 0 || hdr->type >= HP_EV_MAX) {
+	if (size < sizeof(*hdr) || hdr->size != size || hdr->type == 0 || hdr->type >= HP_EV_MAX ||
+	    size < record_size[hdr->type] || !frames_fit(hdr, size)) {
 		c->bad_records++;
 		return 0;
 	}
@@ -68,6 +112,170 @@ static void choose_attach_kind(struct capture *c)
 			bpf_program__set_autoload(prog, !c->raw_tp);
 		else if (!strncmp(name, "raw_tp_", 7))
 			bpf_program__set_autoload(prog, c->raw_tp);
+		/* the syscall hooks slow every syscall of the machine: attached on demand */
+		if (strstr(name, "_sys_enter") || strstr(name, "_sys_exit"))
+			bpf_program__set_autoattach(prog, false);
+	}
+	bpf_program__set_autoattach(c->skel->progs.on_cpu_sample, false);
+}
+
+static struct bpf_program *sys_prog(struct capture *c, bool exit)
+{
+	if (c->raw_tp)
+		return exit ? c->skel->progs.raw_tp_sys_exit : c->skel->progs.raw_tp_sys_enter;
+	return exit ? c->skel->progs.tp_btf_sys_exit : c->skel->progs.tp_btf_sys_enter;
+}
+
+int capture_set_syscalls(struct capture *c, bool on)
+{
+	if (on == (c->sys_links[0] != NULL))
+		return 0;
+	if (!on) {
+		/* exit first: a thread inside a syscall then simply finds no entry */
+		bpf_link__destroy(c->sys_links[0]);
+		bpf_link__destroy(c->sys_links[1]);
+		c->sys_links[0] = c->sys_links[1] = NULL;
+		return 0;
+	}
+	c->sys_links[1] = bpf_program__attach(sys_prog(c, true));
+	if (!c->sys_links[1])
+		return -errno;
+	c->sys_links[0] = bpf_program__attach(sys_prog(c, false));
+	if (!c->sys_links[0]) {
+		int r = -errno;
+
+		bpf_link__destroy(c->sys_links[1]);
+		c->sys_links[1] = NULL;
+		return r;
+	}
+	return 0;
+}
+
+bool capture_syscalls_attached(const struct capture *c)
+{
+	return c->sys_links[0] != NULL;
+}
+
+static void stop_sampling(struct capture *c)
+{
+	for (int cpu = 0; c->sample_links && cpu < c->nr_cpus; cpu++) {
+		bpf_link__destroy(c->sample_links[cpu]);
+		if (c->sample_fds[cpu] >= 0)
+			close(c->sample_fds[cpu]);
+	}
+	free(c->sample_links);
+	free(c->sample_fds);
+	c->sample_links = NULL;
+	c->sample_fds = NULL;
+	c->sample_hz = 0;
+}
+
+int capture_set_sampling(struct capture *c, uint32_t hz)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.size = sizeof(attr),
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.freq = 1,
+		.sample_freq = hz,
+	};
+
+	if (hz == c->sample_hz)
+		return 0;
+	stop_sampling(c);
+	if (!hz)
+		return 0;
+	c->sample_links = calloc(c->nr_cpus, sizeof(*c->sample_links));
+	c->sample_fds = calloc(c->nr_cpus, sizeof(*c->sample_fds));
+	if (!c->sample_links || !c->sample_fds) {
+		stop_sampling(c);
+		return -ENOMEM;
+	}
+	for (int cpu = 0; cpu < c->nr_cpus; cpu++)
+		c->sample_fds[cpu] = -1;
+	for (int cpu = 0; cpu < c->nr_cpus; cpu++) {
+		int fd = syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno == ENODEV)
+				continue; /* a possible CPU that is offline */
+			int r = -errno;
+
+			stop_sampling(c);
+			return r;
+		}
+		c->sample_fds[cpu] = fd;
+		c->sample_links[cpu] = bpf_program__attach_perf_event(c->skel->progs.on_cpu_sample, fd);
+		if (!c->sample_links[cpu]) {
+			int r = -errno;
+
+			stop_sampling(c);
+			return r;
+		}
+	}
+	c->sample_hz = hz;
+	return 0;
+}
+
+void capture_set_thresholds(struct capture *c, uint64_t syscall_min_ns, uint64_t offcpu_min_ns)
+{
+	c->skel->data->syscall_min_ns = syscall_min_ns;
+	c->skel->data->offcpu_min_ns = offcpu_min_ns;
+}
+
+int capture_set_cpus(struct capture *c, const uint64_t *mask, size_t words)
+{
+	struct hostprof_bpf__bss *bss = c->skel->bss;
+	bool any = false;
+
+	if (words > HP_MAX_CPUS / 64)
+		return -E2BIG;
+	bss->cpus_any = 0;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	memset(bss->cpus_mask, 0, sizeof(bss->cpus_mask));
+	for (size_t i = 0; i < words; i++) {
+		bss->cpus_mask[i] = mask[i];
+		any |= mask[i] != 0;
+	}
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	bss->cpus_any = any;
+	return 0;
+}
+
+int capture_for_each_histogram(const struct capture *c, uint32_t pid,
+			       void (*fn)(void *ud, const struct hp_hist_key *key, const struct hp_hist *h), void *ud)
+{
+	int fd = bpf_map__fd(c->skel->maps.syscall_hist);
+	struct hp_hist_key key, next;
+	struct hp_hist h;
+	void *prev = NULL;
+
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		key = next;
+		prev = &key;
+		if (key.pid != pid)
+			continue;
+		if (bpf_map_lookup_elem(fd, &key, &h) == 0)
+			fn(ud, &key, &h);
+	}
+	return errno == ENOENT ? 0 : -errno;
+}
+
+/* Histograms of a process that is gone: their keys go. */
+void capture_forget_histograms(struct capture *c, uint32_t pid)
+{
+	int fd = bpf_map__fd(c->skel->maps.syscall_hist);
+	struct hp_hist_key key, next;
+	void *prev = NULL;
+
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		key = next;
+		if (key.pid == pid) {
+			bpf_map_delete_elem(fd, &key);
+			prev = NULL; /* deleting may reorder the walk: start over */
+			continue;
+		}
+		prev = &key;
 	}
 }
 
@@ -167,6 +375,8 @@ void capture_free(struct capture *c)
 {
 	if (!c)
 		return;
+	capture_set_syscalls(c, false);
+	stop_sampling(c);
 	ring_buffer__free(c->rb);
 	hostprof_bpf__destroy(c->skel);
 	if (c->ring_fds)

@@ -36,6 +36,20 @@ int capture_set_globs(struct capture *c, char *const *globs, size_t n);
 int capture_stats(const struct capture *c, uint64_t ret[HP_STAT_MAX]);
 uint64_t capture_bad_records(const struct capture *c);
 
+/* sys_enter/sys_exit put every task of the machine on the slow syscall path: attach
+ * them only while some process is watched. */
+int capture_set_syscalls(struct capture *c, bool on);
+bool capture_syscalls_attached(const struct capture *c);
+/* On-CPU sampling at hz on every CPU; 0 stops it. */
+int capture_set_sampling(struct capture *c, uint32_t hz);
+void capture_set_thresholds(struct capture *c, uint64_t syscall_min_ns, uint64_t offcpu_min_ns);
+/* --cpus: record every switch on these CPUs (bit i of mask[i / 64]). */
+int capture_set_cpus(struct capture *c, const uint64_t *mask, size_t words);
+/* The syscall histograms of pid's threads. */
+int capture_for_each_histogram(const struct capture *c, uint32_t pid,
+			       void (*fn)(void *ud, const struct hp_hist_key *key, const struct hp_hist *h), void *ud);
+void capture_forget_histograms(struct capture *c, uint32_t pid);
+
 int capture_nr_cpus(const struct capture *c);
 bool capture_uses_raw_tp(const struct capture *c);
 

@@ -51,6 +51,7 @@ static void recorder_limits_from(const struct settings *s, struct recorder_limit
 		.window_ns = s->window_ns,
 		.buffer_bytes = s->buffer_mb << 20,
 		.memory_bytes = s->memory_mb << 20,
+		.host_bytes = 64ULL << 20,
 	};
 }
 
@@ -109,6 +110,22 @@ static int apply_watch_settings(struct daemon *d)
 	r = capture_set_globs(d->capture, d->settings.watch_threads, d->settings.n_watch_threads);
 	if (r < 0)
 		return log_error_errno(r, "Failed to set thread patterns: %m");
+	capture_set_thresholds(d->capture, d->settings.syscall_min_ns, d->settings.offcpu_min_ns);
+	r = capture_set_cpus(d->capture, d->settings.cpus, ARRAY_SIZE(d->settings.cpus));
+	if (r < 0)
+		return log_error_errno(r, "Failed to set the CPU mask: %m");
+	{
+		bool any = false;
+
+		for (size_t i = 0; i < ARRAY_SIZE(d->settings.cpus); i++)
+			any |= d->settings.cpus[i] != 0;
+		r = recorder_enable_host(d->recorder, any);
+		if (r < 0)
+			return log_error_errno(r, "Failed to set up the host-wide recorder: %m");
+	}
+	r = capture_set_sampling(d->capture, d->settings.sample_hz);
+	if (r < 0)
+		return log_error_errno(r, "Failed to start on-CPU sampling at %u Hz: %m", d->settings.sample_hz);
 	for (size_t i = 0; i < d->settings.n_pids; i++) {
 		uint32_t pid = d->settings.pids[i];
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "syscall_names.h"
 #include "macro.h"
 #include "recorder.h"
 
@@ -23,6 +24,7 @@ struct pidmap {
 
 struct recorder {
 	struct recorder_limits lim;
+	struct proc_rec *host; /* --cpus: switches between unwatched tasks on recorded CPUs */
 	struct proc_rec **procs; /* all, live and exited, in the order they were watched */
 	size_t n_procs, cap_procs;
 	struct pidmap live;
@@ -135,6 +137,7 @@ void recorder_free(struct recorder *rec)
 		return;
 	for (size_t i = 0; i < rec->n_procs; i++)
 		proc_rec_free(rec->procs[i]);
+	proc_rec_free(rec->host);
 	free(rec->procs);
 	pidmap_free(&rec->live);
 	free(rec);
@@ -282,13 +285,20 @@ static void drop_head(struct recorder *rec, struct proc_rec *p, bool for_space)
 	if (!p->head)
 		p->tail = NULL;
 	p->bytes -= RECORDER_CHUNK;
-	rec->bytes -= RECORDER_CHUNK;
+	if (p != rec->host)
+		rec->bytes -= RECORDER_CHUNK;
 	free(c);
 }
 
-/* Make room for one more chunk under both budgets, oldest data first. */
+/* Make room for one more chunk under both budgets, oldest data first. The host
+ * recorder (--cpus) has its own budget, outside memory_bytes. */
 static void make_room(struct recorder *rec, struct proc_rec *p)
 {
+	if (p == rec->host) {
+		while (p->head && p->bytes + RECORDER_CHUNK > rec->lim.host_bytes)
+			drop_head(rec, p, true);
+		return;
+	}
 	while (p->head && p->bytes + RECORDER_CHUNK > rec->lim.buffer_bytes)
 		drop_head(rec, p, true);
 	while (rec->bytes + RECORDER_CHUNK > rec->lim.memory_bytes) {
@@ -327,7 +337,8 @@ static void append_to(struct recorder *rec, struct proc_rec *p, const struct hp_
 			p->head = c;
 		p->tail = c;
 		p->bytes += RECORDER_CHUNK;
-		rec->bytes += RECORDER_CHUNK;
+		if (p != rec->host)
+			rec->bytes += RECORDER_CHUNK;
 	}
 	memcpy(c->data + c->used, hdr, hdr->size);
 	c->used += hdr->size;
@@ -348,6 +359,42 @@ static struct proc_rec *live_or_new(struct recorder *rec, uint32_t pid, uint32_t
 	return p;
 }
 
+static bool syscall_changes_maps(uint32_t nr)
+{
+	static const char *const names[] = { "mmap", "munmap", "mprotect", "execve", "execveat" };
+
+	if (nr >= syscall_names_len || !syscall_names[nr])
+		return false;
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+		if (!strcmp(syscall_names[nr], names[i]))
+			return true;
+	return false;
+}
+
+/* The process a record of one of the simple kinds belongs to. */
+static uint32_t record_pid(const struct hp_hdr *hdr)
+{
+	switch (hdr->type) {
+	case HP_EV_WAKE:
+		return ((const struct hp_wake *)hdr)->pid;
+	case HP_EV_MIGRATE:
+		return ((const struct hp_migrate *)hdr)->pid;
+	case HP_EV_SYSCALL:
+		return ((const struct hp_syscall *)hdr)->pid;
+	case HP_EV_OFFCPU:
+		return ((const struct hp_offcpu *)hdr)->pid;
+	case HP_EV_SAMPLE:
+		return ((const struct hp_sample *)hdr)->pid;
+	case HP_EV_USTACK:
+		return ((const struct hp_ustack *)hdr)->pid;
+	case HP_EV_EXIT:
+		return ((const struct hp_exit *)hdr)->pid;
+	case HP_EV_EXEC:
+		return ((const struct hp_exec *)hdr)->pid;
+	}
+	return 0;
+}
+
 void recorder_append(struct recorder *rec, const struct hp_hdr *hdr)
 {
 	struct proc_rec *p;
@@ -357,6 +404,12 @@ void recorder_append(struct recorder *rec, const struct hp_hdr *hdr)
 	case HP_EV_SWITCH: {
 		const struct hp_switch *e = (const void *)hdr;
 
+		if (!(e->flags & (HP_SW_PREV_WATCHED | HP_SW_NEXT_WATCHED))) {
+			/* --cpus: a switch on a recorded CPU between unwatched tasks */
+			if (rec->host)
+				append_to(rec, rec->host, hdr);
+			break;
+		}
 		if (e->flags & HP_SW_PREV_WATCHED) {
 			p = live_or_new(rec, e->prev_pid, HP_WATCH_GLOB, 0, hdr->ts);
 			if (p)
@@ -396,14 +449,36 @@ void recorder_append(struct recorder *rec, const struct hp_hdr *hdr)
 		append_to(rec, p, hdr);
 		break;
 	}
-	case HP_EV_EXIT: {
-		const struct hp_exit *e = (const void *)hdr;
+	case HP_EV_EXEC: {
+		const struct hp_exec *e = (const void *)hdr;
 
 		p = pidmap_get(&rec->live, e->pid);
+		if (!p)
+			break;
+		set_thread_name(p, e->tid, e->comm);
+		memcpy(p->info.comm, e->comm, HP_COMM_LEN);
+		p->info.comm[HP_COMM_LEN - 1] = 0;
+		p->maps_dirty = true;
+		append_to(rec, p, hdr);
+		break;
+	}
+	case HP_EV_SYSCALL: {
+		const struct hp_syscall *e = (const void *)hdr;
+
+		p = pidmap_get(&rec->live, e->pid);
+		if (!p)
+			break;
+		if (syscall_changes_maps(e->nr))
+			p->maps_dirty = true;
+		append_to(rec, p, hdr);
+		break;
+	}
+	default:
+		/* the process is watched already: no /proc reads on this path */
+		p = pidmap_get(&rec->live, record_pid(hdr));
 		if (p)
 			append_to(rec, p, hdr);
 		break;
-	}
 	}
 }
 
@@ -420,6 +495,9 @@ void recorder_tick(struct recorder *rec, uint64_t now, void (*gone_fn)(void *ud,
 {
 	uint64_t horizon = now > rec->lim.window_ns ? now - rec->lim.window_ns : 0;
 	size_t keep = 0;
+
+	while (rec->host && rec->host->head && rec->host->head->max_ts < horizon)
+		drop_head(rec, rec->host, false);
 
 	for (size_t i = 0; i < rec->n_procs; i++) {
 		struct proc_rec *p = rec->procs[i];
@@ -466,4 +544,31 @@ uint64_t recorder_events(const struct recorder *rec)
 const struct recorder_limits *recorder_limits(const struct recorder *rec)
 {
 	return &rec->lim;
+}
+
+int recorder_enable_host(struct recorder *rec, bool on)
+{
+	if (!on) {
+		proc_rec_free(rec->host);
+		rec->host = NULL;
+		return 0;
+	}
+	if (rec->host)
+		return 0;
+	rec->host = calloc(1, sizeof(*rec->host));
+	if (!rec->host)
+		return -ENOMEM;
+	snprintf(rec->host->info.comm, sizeof(rec->host->info.comm), "[cpus]");
+	snprintf(rec->host->why, sizeof(rec->host->why), "--cpus");
+	return 0;
+}
+
+const struct proc_rec *recorder_host(const struct recorder *rec)
+{
+	return rec->host;
+}
+
+size_t recorder_live_count(const struct recorder *rec)
+{
+	return rec->live.n;
 }

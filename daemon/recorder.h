@@ -42,12 +42,14 @@ struct proc_rec {
 	uint64_t evicted; /* records dropped for space (not age) */
 	struct thread_name *threads;
 	size_t n_threads, cap_threads;
+	bool maps_dirty; /* an exec or a mapping change since its maps were last read */
 };
 
 struct recorder_limits {
 	uint64_t window_ns;
 	uint64_t buffer_bytes; /* per process */
 	uint64_t memory_bytes; /* all processes */
+	uint64_t host_bytes;   /* --cpus: the host-wide recorder, on its own */
 };
 
 struct recorder;
@@ -80,6 +82,12 @@ struct proc_rec *recorder_at(const struct recorder *rec, size_t i);
 uint64_t recorder_bytes(const struct recorder *rec);
 uint64_t recorder_events(const struct recorder *rec);
 const struct recorder_limits *recorder_limits(const struct recorder *rec);
+
+/* --cpus: keep switches between unwatched tasks on the recorded CPUs, host-wide. */
+int recorder_enable_host(struct recorder *rec, bool on);
+const struct proc_rec *recorder_host(const struct recorder *rec);
+/* Processes alive and watched. */
+size_t recorder_live_count(const struct recorder *rec);
 
 /* Thread name of tid within p, or NULL. */
 const char *proc_rec_thread_name(const struct proc_rec *p, uint32_t tid);

@@ -29,6 +29,10 @@ enum {
 	OPT_BUFFER_MB,
 	OPT_MEMORY_MB,
 	OPT_FORCE_RAW_TP,
+	OPT_SYSCALL_MIN_US,
+	OPT_OFFCPU_MIN_US,
+	OPT_SAMPLE_HZ,
+	OPT_CPUS,
 	OPT_VERBOSE,
 	OPT_HELP,
 	OPT_VERSION,
@@ -52,6 +56,10 @@ static const struct key keys[] = {
 	{ "buffer_mb", "buffer-mb", OPT_BUFFER_MB, false },
 	{ "memory_mb", "memory-mb", OPT_MEMORY_MB, false },
 	{ "force_raw_tp", "force-raw-tp", OPT_FORCE_RAW_TP, false },
+	{ "syscall_min_us", "syscall-min-us", OPT_SYSCALL_MIN_US, false },
+	{ "offcpu_min_us", "offcpu-min-us", OPT_OFFCPU_MIN_US, false },
+	{ "sample_hz", "sample-hz", OPT_SAMPLE_HZ, false },
+	{ "cpus", "cpus", OPT_CPUS, false },
 };
 
 static const char usage_text[] =
@@ -68,6 +76,11 @@ static const char usage_text[] =
 	"  --window DUR           history kept per process (default 30s)\n"
 	"  --buffer-mb N          memory per process, MiB (default 32)\n"
 	"  --memory-mb N          memory for all processes, MiB (default 512)\n"
+	"  --syscall-min-us N     record single syscalls at or above N us (default 200;\n"
+	"                         every syscall is counted in histograms)\n"
+	"  --offcpu-min-us N      record off-CPU intervals at or above N us, with stacks (default 200)\n"
+	"  --sample-hz N          on-CPU stack samples per second per CPU (default 99, 0 = off)\n"
+	"  --cpus LIST            also record every task on these CPUs, e.g. 0-3,8 (default none)\n"
 	"  --force-raw-tp         attach raw tracepoints even where tp_btf works\n"
 	"  -v, --verbose          log debug messages\n"
 	"  -h, --help             this text\n"
@@ -183,6 +196,34 @@ static bool parse_bool(const char *v, bool *ret)
 	return true;
 }
 
+/* "0-3,8": bits in mask; "" or "none": no CPU. */
+static int parse_cpu_list(const char *v, uint64_t mask[16])
+{
+	_cleanup_free_ char *copy = strdup(v);
+	uint64_t m[16] = {};
+	char *save = NULL;
+
+	if (!copy)
+		return -ENOMEM;
+	if (strcmp(v, "none"))
+		for (char *item = strtok_r(copy, ", \t", &save); item; item = strtok_r(NULL, ", \t", &save)) {
+			char *dash = strchr(item, '-');
+			uint64_t lo, hi;
+
+			if (dash)
+				*dash = 0;
+			if (parse_uint(item, HP_MAX_CPUS - 1, &lo) < 0)
+				return -EINVAL;
+			hi = lo;
+			if (dash && (parse_uint(dash + 1, HP_MAX_CPUS - 1, &hi) < 0 || hi < lo))
+				return -EINVAL;
+			for (uint64_t c = lo; c <= hi; c++)
+				m[c / 64] |= 1ULL << (c % 64);
+		}
+	memcpy(mask, m, sizeof(m));
+	return 0;
+}
+
 /* Set one value; *why says what is wrong with it. */
 static int settings_set(struct settings *s, int opt, const char *v, const char **why)
 {
@@ -229,6 +270,25 @@ static int settings_set(struct settings *s, int opt, const char *v, const char *
 	case OPT_FORCE_RAW_TP:
 		*why = "must be yes or no";
 		return parse_bool(v, &s->force_raw_tp) ? 0 : -EINVAL;
+	case OPT_SYSCALL_MIN_US:
+	case OPT_OFFCPU_MIN_US:
+		*why = "must be a number of microseconds up to 60000000";
+		if (parse_uint(v, 60000000, &u) < 0)
+			return -EINVAL;
+		*(opt == OPT_SYSCALL_MIN_US ? &s->syscall_min_ns : &s->offcpu_min_ns) = u * NSEC_PER_USEC;
+		return 0;
+	case OPT_SAMPLE_HZ:
+		*why = "must be 0 (off) to 10000";
+		if (parse_uint(v, 10000, &u) < 0)
+			return -EINVAL;
+		s->sample_hz = u;
+		return 0;
+	case OPT_CPUS:
+		*why = "must be a CPU list like 0-3,8 (CPUs below 1024)";
+		r = parse_cpu_list(v, s->cpus);
+		if (r < 0)
+			return r;
+		return set_string(&s->cpus_text, v);
 	}
 	*why = "unknown";
 	return -EINVAL;
@@ -279,6 +339,9 @@ static int load_defaults(struct settings *s)
 		.window_ns = 30 * NSEC_PER_SEC,
 		.buffer_mb = 32,
 		.memory_mb = 512,
+		.syscall_min_ns = 200 * NSEC_PER_USEC,
+		.offcpu_min_ns = 200 * NSEC_PER_USEC,
+		.sample_hz = 99,
 	};
 	if (set_string(&s->config, HOSTPROF_DEFAULT_CONFIG) < 0 ||
 	    set_string(&s->socket, "/run/hostprof/hostprofd.sock") < 0 ||
@@ -403,5 +466,6 @@ void settings_free(struct settings *s)
 	free(s->config);
 	free(s->socket);
 	free(s->socket_group);
+	free(s->cpus_text);
 	*s = (struct settings){};
 }

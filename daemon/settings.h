@@ -26,6 +26,11 @@ struct settings {
 	uint64_t window_ns;
 	uint64_t buffer_mb;
 	uint64_t memory_mb;
+	uint64_t syscall_min_ns;
+	uint64_t offcpu_min_ns;
+	uint32_t sample_hz;
+	uint64_t cpus[16]; /* --cpus mask: bit i of cpus[i / 64]; HP_MAX_CPUS bits */
+	char *cpus_text;   /* as given, for status */
 	bool force_raw_tp;
 	bool verbose;
 };
