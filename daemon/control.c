@@ -235,12 +235,10 @@ static void handle_status(struct client *cl)
 static void handle_snapshot(struct client *cl, const Hostprof__SnapshotRequest *req)
 {
 	struct daemon *d = cl->ctl->d;
-	struct drop_count drops[MAX_DROPS];
-	struct snapshot_ctx ctx = {};
 	struct proc_rec *p;
 	int r;
 
-	(void)capture_drain(d->capture); /* include what is still in the rings */
+	(void)capture_drain(d->capture); /* a process that just appeared is in the rings */
 	p = recorder_find(d->recorder, req->pid);
 	if (!p) {
 		(void)send_error(cl, HOSTPROF__ERROR__CODE__NOT_FOUND,
@@ -260,11 +258,8 @@ static void handle_snapshot(struct client *cl, const Hostprof__SnapshotRequest *
 				 "%d snapshots are being sent already; try again in a moment", MAX_STREAMS);
 		return;
 	}
-	ctx.window_ns = req->has_window_ns ? req->window_ns : 0;
-	ctx.events_total = recorder_events(d->recorder);
-	ctx.drops = drops;
-	ctx.n_drops = daemon_drops(d, drops, MAX_DROPS);
-	r = snapshot_build(p, &ctx, &cl->snap, &cl->snap_len, &cl->snap_events);
+	r = daemon_build_snapshot(d, p, req->has_window_ns ? req->window_ns : 0, 0, NULL, NULL, 0, &cl->snap,
+				  &cl->snap_len, &cl->snap_events);
 	if (r < 0) {
 		log_error_errno(r, "Failed to build a snapshot of pid %u: %m", req->pid);
 		(void)send_error(cl, HOSTPROF__ERROR__CODE__INTERNAL, "failed to build the snapshot: %s",

@@ -26,6 +26,7 @@ struct daemon {
 	struct capture *capture;
 	struct recorder *recorder;
 	struct control *control;
+	struct symbolizer *symbolizer;
 	int epoll_fd;
 	struct io_source signal_src, timer_src, capture_src;
 	uint64_t start_ns;      /* BOOTTIME */
@@ -50,6 +51,13 @@ int daemon_reload(struct daemon *d);
 
 /* Drops by cause, host-wide, as status and snapshots show them. */
 size_t daemon_drops(struct daemon *d, struct drop_count *ret, size_t max);
+
+/* Collect pid's syscall histograms: from the kernel while it lives, saved ones after. */
+int daemon_histograms(struct daemon *d, const struct proc_rec *p, struct hist_entry **ret, size_t *ret_n);
+/* Build the .hps snapshot of p over the window (0: all kept) ending at end_ns (0: now). */
+int daemon_build_snapshot(struct daemon *d, const struct proc_rec *p, uint64_t window_ns, uint64_t end_ns,
+			  const char *reason, Hostprof__Marker *const *markers, size_t n_markers, uint8_t **ret_data,
+			  size_t *ret_len, uint64_t *ret_events);
 
 int control_new(struct daemon *d, struct control **ret);
 void control_free(struct control *ctl);

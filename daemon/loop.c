@@ -18,6 +18,7 @@
 #include "hostprofd.h"
 #include "log.h"
 #include "macro.h"
+#include "symbolize.h"
 
 #define TICK_NS (100 * NSEC_PER_MSEC)
 #define TICKS_PER_SEC 10
@@ -49,13 +50,50 @@ void loop_del(struct daemon *d, struct io_source *src)
 	(void)epoll_ctl(d->epoll_fd, EPOLL_CTL_DEL, src->fd, NULL);
 }
 
-static void on_gone(void *ud, uint32_t pid)
+/* A watched process is gone: keep its syscall histograms with its history, and stop
+ * watching its pid in the kernel. */
+static void on_gone(void *ud, struct proc_rec *p)
 {
 	struct daemon *d = ud;
-	int r = capture_unwatch(d->capture, pid);
+	uint32_t pid = p->info.pid;
+	int r;
 
+	r = daemon_histograms(d, p, &p->final_hists, &p->n_final_hists);
+	if (r < 0)
+		log_warning_errno(r, "Failed to save the syscall histograms of pid %u: %m, ignoring", pid);
+	p->hists_saved = true;
+	capture_forget_histograms(d->capture, pid);
+	r = capture_unwatch(d->capture, pid);
 	if (r < 0)
 		log_warning_errno(r, "Failed to stop watching pid %u: %m, ignoring", pid);
+}
+
+/* Its history aged out: the symbols only it needed can go. */
+static void on_freed(void *ud, uint32_t pid)
+{
+	struct daemon *d = ud;
+
+	if (d->symbolizer && !recorder_find(d->recorder, pid))
+		symbolizer_forget_process(d->symbolizer, pid);
+}
+
+/* Note the mappings of processes that execed or mapped code since the last tick, so
+ * their frames resolve even after they exit. Off the drain path: once a second. */
+static void refresh_maps(struct daemon *d)
+{
+	if (!d->symbolizer)
+		return;
+	for (size_t i = 0; i < recorder_count(d->recorder); i++) {
+		struct proc_rec *p = recorder_at(d->recorder, i);
+		int r;
+
+		if (p->exit_ns || !p->maps_dirty)
+			continue;
+		p->maps_dirty = false;
+		r = symbolizer_refresh_process(d->symbolizer, p->info.pid);
+		if (r < 0 && r != -ENOENT && r != -ESRCH)
+			log_debug("Failed to read the mappings of pid %u: %s", p->info.pid, strerror(-r));
+	}
 }
 
 static int on_capture(struct io_source *src, uint32_t events)
@@ -86,7 +124,8 @@ static int on_timer(struct io_source *src, uint32_t events)
 		return 0;
 
 	now = now_boottime_ns();
-	recorder_tick(d->recorder, now, on_gone, d);
+	recorder_tick(d->recorder, now, on_gone, on_freed, d);
+	refresh_maps(d);
 	if (d->rate_ns && now > d->rate_ns)
 		d->events_per_sec = (double)(recorder_events(d->recorder) - d->rate_events) * NSEC_PER_SEC /
 				    (now - d->rate_ns);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "symbolize.h"
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
@@ -27,6 +28,10 @@ size_t daemon_drops(struct daemon *d, struct drop_count *ret, size_t max)
 		[HP_STAT_RING_FULL] = "ring_full",
 		[HP_STAT_MAP_FULL] = "map_full",
 		[HP_STAT_NO_RING] = "no_ring",
+		[HP_STAT_TASK_FULL] = "task_map_full",
+		[HP_STAT_HIST_FULL] = "histogram_map_full",
+		[HP_STAT_STACK_FAILED] = "stack_failed",
+		[HP_STAT_NESTED] = "nested",
 	};
 	uint64_t stats[HP_STAT_MAX] = {};
 	size_t n = 0;
@@ -38,6 +43,99 @@ size_t daemon_drops(struct daemon *d, struct drop_count *ret, size_t max)
 	if (n < max)
 		ret[n++] = (struct drop_count){ "bad_record", capture_bad_records(d->capture) };
 	return n;
+}
+
+struct hist_collect {
+	struct hist_entry *v;
+	size_t n, cap;
+	int err;
+};
+
+static void collect_hist(void *ud, const struct hp_hist_key *key, const struct hp_hist *h)
+{
+	struct hist_collect *hc = ud;
+
+	if (hc->n == hc->cap) {
+		size_t cap = hc->cap ? hc->cap * 2 : 64;
+		struct hist_entry *v = realloc(hc->v, cap * sizeof(*v));
+
+		if (!v) {
+			hc->err = -ENOMEM;
+			return;
+		}
+		hc->v = v;
+		hc->cap = cap;
+	}
+	hc->v[hc->n++] = (struct hist_entry){ .key = *key, .h = *h };
+}
+
+int daemon_histograms(struct daemon *d, const struct proc_rec *p, struct hist_entry **ret, size_t *ret_n)
+{
+	struct hist_collect hc = {};
+	int r;
+
+	if (p->hists_saved) {
+		hc.n = p->n_final_hists;
+		hc.v = malloc(MAX(hc.n, (size_t)1) * sizeof(*hc.v));
+		if (!hc.v)
+			return -ENOMEM;
+		if (hc.n)
+			memcpy(hc.v, p->final_hists, hc.n * sizeof(*hc.v));
+	} else {
+		r = capture_for_each_histogram(d->capture, p->info.pid, collect_hist, &hc);
+		if (r < 0 || hc.err < 0) {
+			free(hc.v);
+			return r < 0 ? r : hc.err;
+		}
+	}
+	*ret = hc.v;
+	*ret_n = hc.n;
+	return 0;
+}
+
+static int resolve_frame(void *ud, uint32_t pid, uint64_t addr, bool kernel, struct sym_result *ret)
+{
+	return symbolizer_resolve(ud, pid, addr, kernel, ret);
+}
+
+int daemon_build_snapshot(struct daemon *d, const struct proc_rec *p, uint64_t window_ns, uint64_t end_ns,
+			  const char *reason, Hostprof__Marker *const *markers, size_t n_markers, uint8_t **ret_data,
+			  size_t *ret_len, uint64_t *ret_events)
+{
+	struct drop_count drops[16];
+	struct snapshot_ctx ctx = {
+		.window_ns = window_ns,
+		.end_ns = end_ns,
+		.reason = reason,
+		.events_total = recorder_events(d->recorder),
+		.drops = drops,
+		.host = recorder_host(d->recorder),
+		.syscall_min_ns = d->settings.syscall_min_ns,
+		.offcpu_min_ns = d->settings.offcpu_min_ns,
+		.sample_hz = d->settings.sample_hz,
+		.markers = markers,
+		.n_markers = n_markers,
+	};
+	struct hist_entry *hists = NULL;
+	int r;
+
+	(void)capture_drain(d->capture); /* include what is still in the rings */
+	ctx.n_drops = daemon_drops(d, drops, ARRAY_SIZE(drops));
+	r = daemon_histograms(d, p, &hists, &ctx.n_hists);
+	if (r < 0)
+		return r;
+	ctx.hists = hists;
+	if (d->symbolizer) {
+		if (!p->exit_ns && p->maps_dirty) {
+			(void)symbolizer_refresh_process(d->symbolizer, p->info.pid);
+			((struct proc_rec *)p)->maps_dirty = false;
+		}
+		ctx.resolve = resolve_frame;
+		ctx.resolve_ud = d->symbolizer;
+	}
+	r = snapshot_build(p, &ctx, ret_data, ret_len, ret_events);
+	free(hists);
+	return r;
 }
 
 static void on_record(void *ud, const struct hp_hdr *rec)
@@ -190,6 +288,9 @@ static int run(struct daemon *d)
 	d->recorder = recorder_new(&lim);
 	if (!d->recorder)
 		return log_error_errno(-ENOMEM, "Out of memory"), EXIT_FAILURE;
+	d->symbolizer = symbolizer_new();
+	if (!d->symbolizer)
+		log_warning_errno(-errno, "Failed to set up symbolization: %m; stacks stay addresses");
 
 	r = capture_new(&copts, on_record, d->recorder, &d->capture);
 	if (r == -ENOTSUP) {
@@ -247,6 +348,7 @@ int main(int argc, char **argv)
 	loop_teardown(&d);
 	capture_free(d.capture); /* detaches every program */
 	recorder_free(d.recorder);
+	symbolizer_free(d.symbolizer);
 	settings_free(&d.settings);
 	return r;
 }

@@ -128,6 +128,7 @@ static void proc_rec_free(struct proc_rec *p)
 	}
 	free(p->threads);
 	free(p->cmdline);
+	free(p->final_hists);
 	free(p);
 }
 
@@ -229,6 +230,7 @@ int recorder_watch(struct recorder *rec, uint32_t pid, uint32_t reason, uint32_t
 	p->reason = reason;
 	p->parent = parent;
 	p->watch_ns = now;
+	p->maps_dirty = true; /* its mappings are read on the next tick */
 	describe_reason(p);
 
 	if (rec->n_procs == rec->cap_procs) {
@@ -491,7 +493,8 @@ static bool proc_gone(const struct proc_rec *p)
 	return now.start_time != p->info.start_time;
 }
 
-void recorder_tick(struct recorder *rec, uint64_t now, void (*gone_fn)(void *ud, uint32_t pid), void *ud)
+void recorder_tick(struct recorder *rec, uint64_t now, void (*gone_fn)(void *ud, struct proc_rec *p),
+		   void (*freed_fn)(void *ud, uint32_t pid), void *ud)
 {
 	uint64_t horizon = now > rec->lim.window_ns ? now - rec->lim.window_ns : 0;
 	size_t keep = 0;
@@ -510,10 +513,14 @@ void recorder_tick(struct recorder *rec, uint64_t now, void (*gone_fn)(void *ud,
 			log_info("pid %u (%s) exited; its history stays for the window", p->info.pid,
 				 p->info.comm);
 			if (gone_fn)
-				gone_fn(ud, p->info.pid);
+				gone_fn(ud, p);
 		}
 		if (p->exit_ns && !p->head && p->exit_ns < horizon) {
+			uint32_t pid = p->info.pid;
+
 			proc_rec_free(p);
+			if (freed_fn)
+				freed_fn(ud, pid);
 			continue;
 		}
 		rec->procs[keep++] = p;

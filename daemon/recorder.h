@@ -23,6 +23,11 @@ struct chunk {
 	uint8_t data[];
 };
 
+struct hist_entry {
+	struct hp_hist_key key;
+	struct hp_hist h;
+};
+
 struct thread_name {
 	uint32_t tid;
 	char comm[HP_COMM_LEN];
@@ -43,6 +48,9 @@ struct proc_rec {
 	struct thread_name *threads;
 	size_t n_threads, cap_threads;
 	bool maps_dirty; /* an exec or a mapping change since its maps were last read */
+	struct hist_entry *final_hists; /* its syscall histograms, saved when it exited */
+	size_t n_final_hists;
+	bool hists_saved;
 };
 
 struct recorder_limits {
@@ -71,9 +79,11 @@ void recorder_append(struct recorder *rec, const struct hp_hdr *hdr);
 /*
  * Once a second or so: age data out of the window, find processes that are gone (their
  * pid is free or now names another process), free exited ones with no data left.
- * gone_fn is called for each process found gone, so the caller can stop watching it.
+ * gone_fn is called for each process found gone, so the caller can stop watching it;
+ * freed_fn when its history is gone too.
  */
-void recorder_tick(struct recorder *rec, uint64_t now, void (*gone_fn)(void *ud, uint32_t pid), void *ud);
+void recorder_tick(struct recorder *rec, uint64_t now, void (*gone_fn)(void *ud, struct proc_rec *p),
+		   void (*freed_fn)(void *ud, uint32_t pid), void *ud);
 
 /* Iteration over all processes, live and exited, oldest watch first. */
 size_t recorder_count(const struct recorder *rec);

@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Snapshot: turn one process's flight recorder into a canonical .hps snapshot. This is
- * where the per-CPU shards are merged: records are collected from the chunks, sorted by
- * timestamp and written as columns.
+ * Snapshot: turn one process's flight recorder into a canonical .hps snapshot.
+ *
+ * This is where the per-CPU shards are merged and where the work that the drain path
+ * skipped is done: records of the window are collected from the chunks by kind, sorted
+ * by timestamp and written as columns; stacks are deduplicated and symbolized.
+ *
+ * Everything the message points into is allocated from one arena and freed at once.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -15,16 +19,102 @@
 #include "log.h"
 #include "macro.h"
 #include "snapshot.h"
+#include "syscall_names.h"
 
-static uint64_t clock_ns(clockid_t id)
+/* ---- arena ---- */
+
+struct arena_block {
+	struct arena_block *next;
+	size_t used, size;
+	max_align_t data[];
+};
+
+struct arena {
+	struct arena_block *head;
+	int err;
+};
+
+static void *arena_alloc(struct arena *a, size_t size)
 {
-	struct timespec ts;
+	struct arena_block *b = a->head;
+	void *p;
 
-	clock_gettime(id, &ts);
-	return ts.tv_sec * NSEC_PER_SEC + ts.tv_nsec;
+	size = (size + 15) & ~(size_t)15;
+	if (!size)
+		size = 16;
+	if (!b || b->size - b->used < size) {
+		size_t bs = MAX(size, (size_t)256 * 1024);
+
+		b = malloc(sizeof(*b) + bs);
+		if (!b) {
+			a->err = -ENOMEM;
+			return NULL;
+		}
+		b->next = a->head;
+		b->used = 0;
+		b->size = bs;
+		a->head = b;
+	}
+	p = (char *)b->data + b->used;
+	b->used += size;
+	memset(p, 0, size);
+	return p;
 }
 
-/* Interned task names: a small open-addressing table over the 16-byte comms. */
+static void arena_free(struct arena *a)
+{
+	struct arena_block *b, *next;
+
+	for (b = a->head; b; b = next) {
+		next = b->next;
+		free(b);
+	}
+	a->head = NULL;
+}
+
+/* A column of n elements of the column's type: *col = array, *n_col = n. */
+#define COLUMN(a, table, col, n) ((table)->n_##col = (n), (table)->col = arena_alloc((a), (n) * sizeof(*(table)->col)))
+
+/* ---- record vectors ---- */
+
+struct recvec {
+	const struct hp_hdr **v;
+	size_t n, cap;
+};
+
+static int recvec_push(struct recvec *rv, const struct hp_hdr *h)
+{
+	if (rv->n == rv->cap) {
+		size_t cap = rv->cap ? rv->cap * 2 : 1024;
+		const struct hp_hdr **v = realloc(rv->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		rv->v = v;
+		rv->cap = cap;
+	}
+	rv->v[rv->n++] = h;
+	return 0;
+}
+
+static int cmp_ts(const void *a, const void *b)
+{
+	const struct hp_hdr *x = *(const struct hp_hdr *const *)a;
+	const struct hp_hdr *y = *(const struct hp_hdr *const *)b;
+
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	/* equal stamps: keep arrival order, which is per-CPU order */
+	return x < y ? -1 : x > y;
+}
+
+static void recvec_sort(struct recvec *rv)
+{
+	qsort(rv->v, rv->n, sizeof(*rv->v), cmp_ts);
+}
+
+/* ---- interned strings ---- */
+
 struct strtab {
 	char **strs;
 	size_t n, cap;
@@ -32,12 +122,12 @@ struct strtab {
 	size_t nslots;
 };
 
-static uint32_t comm_hash(const char *s)
+static uint32_t str_hash(const char *s)
 {
 	uint32_t h = 2166136261u;
 
-	for (size_t i = 0; i < HP_COMM_LEN && s[i]; i++)
-		h = (h ^ (uint8_t)s[i]) * 16777619u;
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 16777619u;
 	return h;
 }
 
@@ -49,7 +139,7 @@ static int strtab_grow(struct strtab *t)
 	if (!slots)
 		return -ENOMEM;
 	for (size_t i = 0; i < t->n; i++) {
-		size_t j = comm_hash(t->strs[i]) & (nslots - 1);
+		size_t j = str_hash(t->strs[i]) & (nslots - 1);
 
 		while (slots[j])
 			j = (j + 1) & (nslots - 1);
@@ -61,8 +151,8 @@ static int strtab_grow(struct strtab *t)
 	return 0;
 }
 
-/* Index of s (at most HP_COMM_LEN bytes, maybe unterminated) in the table. */
-static int strtab_intern(struct strtab *t, const char *s, uint32_t *ret)
+/* Index of a task name (at most HP_COMM_LEN bytes, maybe unterminated). */
+static int strtab_intern(struct strtab *t, struct arena *a, const char *s, uint32_t *ret)
 {
 	char name[HP_COMM_LEN + 1];
 	size_t j;
@@ -71,7 +161,7 @@ static int strtab_intern(struct strtab *t, const char *s, uint32_t *ret)
 	name[HP_COMM_LEN] = 0;
 	if ((t->n + 1) * 2 > t->nslots && strtab_grow(t) < 0)
 		return -ENOMEM;
-	for (j = comm_hash(name) & (t->nslots - 1); t->slots[j]; j = (j + 1) & (t->nslots - 1))
+	for (j = str_hash(name) & (t->nslots - 1); t->slots[j]; j = (j + 1) & (t->nslots - 1))
 		if (!strcmp(t->strs[t->slots[j] - 1], name)) {
 			*ret = t->slots[j] - 1;
 			return 0;
@@ -85,135 +175,406 @@ static int strtab_intern(struct strtab *t, const char *s, uint32_t *ret)
 		t->strs = v;
 		t->cap = cap;
 	}
-	t->strs[t->n] = strdup(name);
+	t->strs[t->n] = arena_alloc(a, strlen(name) + 1);
 	if (!t->strs[t->n])
 		return -ENOMEM;
+	strcpy(t->strs[t->n], name);
 	t->slots[j] = t->n + 1;
 	*ret = t->n++;
 	return 0;
 }
 
-static void strtab_free(struct strtab *t)
+/* ---- stacks, frames, mappings ---- */
+
+/* Open-addressing table from a 64-bit hash to an index; the caller compares keys. */
+struct idxmap {
+	uint64_t *hashes;
+	uint32_t *idx; /* index + 1 */
+	size_t cap, n;
+};
+
+static int idxmap_grow(struct idxmap *m)
 {
-	for (size_t i = 0; i < t->n; i++)
-		free(t->strs[i]);
-	free(t->strs);
-	free(t->slots);
+	size_t cap = m->cap ? m->cap * 2 : 1024;
+	uint64_t *hashes = calloc(cap, sizeof(*hashes));
+	uint32_t *idx = calloc(cap, sizeof(*idx));
+
+	if (!hashes || !idx) {
+		free(hashes);
+		free(idx);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < m->cap; i++) {
+		size_t j;
+
+		if (!m->idx[i])
+			continue;
+		for (j = m->hashes[i] & (cap - 1); idx[j]; j = (j + 1) & (cap - 1))
+			;
+		hashes[j] = m->hashes[i];
+		idx[j] = m->idx[i];
+	}
+	free(m->hashes);
+	free(m->idx);
+	m->hashes = hashes;
+	m->idx = idx;
+	m->cap = cap;
+	return 0;
 }
 
-static int cmp_switch_ts(const void *a, const void *b)
+static void idxmap_free(struct idxmap *m)
 {
-	const struct hp_switch *x = *(const struct hp_switch *const *)a;
-	const struct hp_switch *y = *(const struct hp_switch *const *)b;
-
-	if (x->hdr.ts != y->hdr.ts)
-		return x->hdr.ts < y->hdr.ts ? -1 : 1;
-	/* equal stamps: keep arrival order, which is per-CPU order */
-	return x < y ? -1 : x > y;
+	free(m->hashes);
+	free(m->idx);
 }
 
-/* All of everything the snapshot message points into, freed in one place. */
+static uint64_t mix64(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+	return h * 0xff51afd7ed558ccdULL;
+}
+
+struct frame_key {
+	uint64_t addr;
+	uint32_t pid; /* 0 for kernel frames */
+	bool kernel, leaf;
+	bool outside; /* not a key: the symbolizer found no executable mapping for it */
+};
+
 struct snap_build {
+	struct arena a;
+	const struct snapshot_ctx *ctx;
 	Hostprof__Snapshot snap;
-	Hostprof__HostInfo host;
-	Hostprof__ClockAnchor clock;
-	Hostprof__Process proc;
-	Hostprof__Process *procs[1];
-	Hostprof__Thread *thread_buf;
-	Hostprof__Thread **threads;
-	Hostprof__SchedSwitchTable sw;
-	Hostprof__CaptureStats stats;
-	Hostprof__Drop *drop_buf;
-	Hostprof__Drop **drops;
-	char **cmdline;
 	struct strtab strs;
-	struct utsname uts;
-	char hostname[256];
-	char producer[64];
-	const struct hp_switch **events;
+	struct recvec sw, wk, mg, sc, off, smp, ust, te;
+	/* stacks */
+	struct idxmap stack_map, frame_map, mapping_map;
+	Hostprof__Stack **stacks;
+	size_t n_stacks, cap_stacks;
+	Hostprof__Frame **frames;
+	struct frame_key *frame_keys;
+	size_t n_frames, cap_frames, cap_frame_keys;
+	Hostprof__Mapping **mappings;
+	size_t n_mappings, cap_mappings;
+	uint64_t resolved, unresolved, suspect;
 };
 
 static void snap_build_free(struct snap_build *b)
 {
-	free(b->thread_buf);
-	free(b->threads);
-	free(b->drop_buf);
-	free(b->drops);
-	free(b->cmdline);
-	free(b->sw.ts_delta);
-	free(b->sw.cpu);
-	free(b->sw.prev_tid);
-	free(b->sw.prev_pid);
-	free(b->sw.prev_comm);
-	free(b->sw.prev_prio);
-	free(b->sw.prev_state);
-	free(b->sw.next_tid);
-	free(b->sw.next_pid);
-	free(b->sw.next_comm);
-	free(b->sw.next_prio);
-	free(b->events);
-	strtab_free(&b->strs);
+	free(b->sw.v);
+	free(b->wk.v);
+	free(b->mg.v);
+	free(b->sc.v);
+	free(b->off.v);
+	free(b->smp.v);
+	free(b->ust.v);
+	free(b->te.v);
+	free(b->strs.strs);
+	free(b->strs.slots);
+	idxmap_free(&b->stack_map);
+	idxmap_free(&b->frame_map);
+	idxmap_free(&b->mapping_map);
+	free(b->stacks);
+	free(b->frames);
+	free(b->frame_keys);
+	free(b->mappings);
+	arena_free(&b->a);
 }
 
-static int collect_switches(struct snap_build *b, const struct proc_rec *p, uint64_t from, uint64_t to,
-			    size_t *ret_n)
+static int grow_array(void *pp, size_t *cap, size_t n, size_t elem)
 {
-	size_t n = 0, cap = 0;
+	void **p = pp;
+	void *np;
+	size_t ncap;
+
+	if (n < *cap)
+		return 0;
+	ncap = *cap ? *cap * 2 : 256;
+	np = realloc(*p, ncap * elem);
+	if (!np)
+		return -ENOMEM;
+	*p = np;
+	*cap = ncap;
+	return 0;
+}
+
+static char *arena_strdup(struct arena *a, const char *s)
+{
+	char *d = arena_alloc(a, strlen(s) + 1);
+
+	if (d)
+		strcpy(d, s);
+	return d;
+}
+
+static int intern_mapping(struct snap_build *b, const struct sym_result *res, uint32_t *ret)
+{
+	const char *id = res->build_id ? res->build_id : "";
+	uint64_t h = mix64(mix64(str_hash(res->module), res->map_start), str_hash(id));
+	Hostprof__Mapping *m;
+	size_t j;
+
+	if ((b->mapping_map.n + 1) * 2 > b->mapping_map.cap && idxmap_grow(&b->mapping_map) < 0)
+		return -ENOMEM;
+	for (j = h & (b->mapping_map.cap - 1); b->mapping_map.idx[j]; j = (j + 1) & (b->mapping_map.cap - 1)) {
+		m = b->mappings[b->mapping_map.idx[j] - 1];
+		if (b->mapping_map.hashes[j] == h && m->start == res->map_start && !strcmp(m->file, res->module) &&
+		    !strcmp(m->build_id, id)) {
+			*ret = b->mapping_map.idx[j];
+			return 0;
+		}
+	}
+	if (grow_array(&b->mappings, &b->cap_mappings, b->n_mappings, sizeof(*b->mappings)) < 0)
+		return -ENOMEM;
+	m = arena_alloc(&b->a, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	hostprof__mapping__init(m);
+	m->has_start = m->has_limit = m->has_offset = true;
+	m->start = res->map_start;
+	m->limit = res->map_limit;
+	m->offset = res->map_offset;
+	m->file = arena_strdup(&b->a, res->module);
+	m->build_id = arena_strdup(&b->a, id);
+	if (!m->file || !m->build_id)
+		return -ENOMEM;
+	b->mappings[b->n_mappings++] = m;
+	b->mapping_map.hashes[j] = h;
+	b->mapping_map.idx[j] = b->n_mappings;
+	b->mapping_map.n++;
+	*ret = b->n_mappings;
+	return 0;
+}
+
+/* The frame for one address: deduplicated, symbolized once. *ret_outside: not in any
+ * executable mapping (the user stack walk likely went wrong). */
+static int intern_frame(struct snap_build *b, const struct frame_key *k, uint32_t *ret, bool *ret_outside)
+{
+	uint64_t h = mix64(mix64(mix64(k->addr, k->pid), k->kernel), k->leaf);
+	const struct snapshot_ctx *ctx = b->ctx;
+	struct sym_result res = {};
+	Hostprof__Frame *f;
+	size_t j;
+	int r;
+
+	if ((b->frame_map.n + 1) * 2 > b->frame_map.cap && idxmap_grow(&b->frame_map) < 0)
+		return -ENOMEM;
+	for (j = h & (b->frame_map.cap - 1); b->frame_map.idx[j]; j = (j + 1) & (b->frame_map.cap - 1)) {
+		const struct frame_key *o = &b->frame_keys[b->frame_map.idx[j] - 1];
+
+		if (o->addr == k->addr && o->pid == k->pid && o->kernel == k->kernel && o->leaf == k->leaf) {
+			*ret = b->frame_map.idx[j] - 1;
+			*ret_outside = o->outside;
+			return 0;
+		}
+	}
+	if (grow_array(&b->frames, &b->cap_frames, b->n_frames, sizeof(*b->frames)) < 0 ||
+	    grow_array(&b->frame_keys, &b->cap_frame_keys, b->n_frames, sizeof(*b->frame_keys)) < 0)
+		return -ENOMEM;
+	f = arena_alloc(&b->a, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	hostprof__frame__init(f);
+	f->has_address = f->has_kernel = true;
+	f->address = k->addr;
+	f->kernel = k->kernel;
+	f->function = "";
+	res.in_exec_mapping = true;
+	/* a return address points after the call: look up the call itself */
+	r = ctx->resolve ? ctx->resolve(ctx->resolve_ud, k->pid, k->leaf ? k->addr : k->addr - 1, k->kernel, &res)
+			 : 0;
+	if (r > 0 && res.function) {
+		f->function = arena_strdup(&b->a, res.function);
+		f->has_function_offset = true;
+		f->function_offset = res.function_offset + (k->leaf ? 0 : 1);
+		b->resolved++;
+	} else {
+		b->unresolved++;
+	}
+	if (res.module) {
+		r = intern_mapping(b, &res, &f->mapping);
+		if (r < 0)
+			return r;
+		f->has_mapping = f->has_module_offset = true;
+		f->module_offset = res.module_offset;
+	}
+	f->has_jit = res.jit;
+	f->jit = res.jit;
+	if (!f->function)
+		return -ENOMEM;
+	b->frames[b->n_frames] = f;
+	b->frame_keys[b->n_frames] = *k;
+	b->frame_keys[b->n_frames].outside = ctx->resolve && !k->kernel && !res.in_exec_mapping;
+	*ret_outside = b->frame_keys[b->n_frames].outside;
+	b->n_frames++;
+	b->frame_map.hashes[j] = h;
+	b->frame_map.idx[j] = b->n_frames;
+	b->frame_map.n++;
+	*ret = b->n_frames - 1;
+	return 0;
+}
+
+/* The stack of frames[0..n) (innermost first): index + 1 into the stacks, 0 when empty. */
+static int intern_stack(struct snap_build *b, const __u64 *addrs, size_t n, bool user, uint32_t pid,
+			bool truncated, uint32_t *ret)
+{
+	uint64_t h = mix64(mix64(user, user ? pid : 0), n);
+	Hostprof__Stack *s;
+	bool suspect = false;
+	size_t j;
+	int r;
+
+	*ret = 0;
+	if (!n)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		h = mix64(h, addrs[i]);
+	if ((b->stack_map.n + 1) * 2 > b->stack_map.cap && idxmap_grow(&b->stack_map) < 0)
+		return -ENOMEM;
+	for (j = h & (b->stack_map.cap - 1); b->stack_map.idx[j]; j = (j + 1) & (b->stack_map.cap - 1)) {
+		if (b->stack_map.hashes[j] != h)
+			continue;
+		s = b->stacks[b->stack_map.idx[j] - 1];
+		if (s->n_frames == n && s->user == user && s->truncated == truncated) {
+			bool same = true;
+
+			for (size_t i = 0; i < n && same; i++)
+				same = b->frames[s->frames[i]]->address == addrs[i];
+			if (same && (!user || b->frame_keys[s->frames[0]].pid == pid)) {
+				*ret = b->stack_map.idx[j];
+				return 0;
+			}
+		}
+	}
+	if (grow_array(&b->stacks, &b->cap_stacks, b->n_stacks, sizeof(*b->stacks)) < 0)
+		return -ENOMEM;
+	s = arena_alloc(&b->a, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	hostprof__stack__init(s);
+	s->n_frames = n;
+	s->frames = arena_alloc(&b->a, n * sizeof(*s->frames));
+	if (!s->frames)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		struct frame_key k = { .addr = addrs[i], .pid = user ? pid : 0, .kernel = !user, .leaf = i == 0 };
+		bool outside = false;
+
+		r = intern_frame(b, &k, &s->frames[i], &outside);
+		if (r < 0)
+			return r;
+		suspect |= outside;
+	}
+	s->has_user = s->has_truncated = true;
+	s->user = user;
+	s->truncated = truncated;
+	if (suspect) {
+		s->has_suspect = s->suspect = true;
+		b->suspect++;
+	}
+	b->stacks[b->n_stacks++] = s;
+	b->stack_map.hashes[j] = h;
+	b->stack_map.idx[j] = b->n_stacks;
+	b->stack_map.n++;
+	*ret = b->n_stacks;
+	return 0;
+}
+
+/* ---- collecting ---- */
+
+static int collect_chunks(struct snap_build *b, const struct proc_rec *p, uint64_t from, uint64_t to, bool host)
+{
+	int r = 0;
 
 	for (const struct chunk *c = p->head; c; c = c->next) {
 		if (c->max_ts < from || c->min_ts > to)
 			continue;
-		for (uint32_t off = 0; off < c->used;) {
+		for (uint32_t off = 0; off < c->used && r >= 0;) {
 			const struct hp_hdr *h = (const void *)(c->data + off);
 
 			off += h->size;
-			if (h->type != HP_EV_SWITCH || h->ts < from || h->ts > to)
+			if (h->ts < from || h->ts > to)
 				continue;
-			if (n == cap) {
-				size_t ncap = cap ? cap * 2 : 4096;
-				const struct hp_switch **v = realloc(b->events, ncap * sizeof(*v));
-
-				if (!v)
-					return -ENOMEM;
-				b->events = v;
-				cap = ncap;
+			switch (h->type) {
+			case HP_EV_SWITCH:
+				r = recvec_push(&b->sw, h);
+				break;
+			case HP_EV_WAKE:
+				r = host ? 0 : recvec_push(&b->wk, h);
+				break;
+			case HP_EV_MIGRATE:
+				r = recvec_push(&b->mg, h);
+				break;
+			case HP_EV_SYSCALL:
+				r = recvec_push(&b->sc, h);
+				break;
+			case HP_EV_OFFCPU:
+				r = recvec_push(&b->off, h);
+				break;
+			case HP_EV_SAMPLE:
+				r = recvec_push(&b->smp, h);
+				break;
+			case HP_EV_USTACK:
+				r = recvec_push(&b->ust, h);
+				break;
+			case HP_EV_FORK:
+			case HP_EV_EXIT:
+			case HP_EV_EXEC:
+			case HP_EV_COMM:
+			case HP_EV_WATCH:
+				r = recvec_push(&b->te, h);
+				break;
 			}
-			b->events[n++] = (const void *)h;
 		}
+		if (r < 0)
+			return r;
 	}
-	qsort(b->events, n, sizeof(*b->events), cmp_switch_ts);
-	*ret_n = n;
 	return 0;
 }
 
-static int fill_switch_table(struct snap_build *b, size_t n, uint64_t start)
+/* ts_delta of sorted records, chained from start */
+static void fill_deltas(uint64_t *delta, const struct recvec *rv, uint64_t start)
 {
-	Hostprof__SchedSwitchTable *t = &b->sw;
-	uint64_t prev_ts = start;
+	uint64_t prev = start;
+
+	for (size_t i = 0; i < rv->n; i++) {
+		uint64_t ts = MAX(rv->v[i]->ts, prev); /* never negative: start may be later than a record */
+
+		delta[i] = ts - prev;
+		prev = ts;
+	}
+}
+
+static int fill_switches(struct snap_build *b, uint64_t start)
+{
+	Hostprof__SchedSwitchTable *t = arena_alloc(&b->a, sizeof(*t));
+	size_t n = b->sw.n;
 	int r;
 
-	hostprof__sched_switch_table__init(t);
-	t->n_ts_delta = t->n_cpu = t->n_prev_tid = t->n_prev_pid = t->n_prev_comm = t->n_prev_prio =
-		t->n_prev_state = t->n_next_tid = t->n_next_pid = t->n_next_comm = t->n_next_prio = n;
-	t->ts_delta = malloc(MAX(n, (size_t)1) * sizeof(uint64_t));
-	t->cpu = malloc(MAX(n, (size_t)1) * sizeof(uint32_t));
-	t->prev_tid = malloc(MAX(n, (size_t)1) * sizeof(uint32_t));
-	t->prev_pid = malloc(MAX(n, (size_t)1) * sizeof(uint32_t));
-	t->prev_comm = malloc(MAX(n, (size_t)1) * sizeof(uint32_t));
-	t->prev_prio = malloc(MAX(n, (size_t)1) * sizeof(int32_t));
-	t->prev_state = malloc(MAX(n, (size_t)1) * sizeof(uint32_t));
-	t->next_tid = malloc(MAX(n, (size_t)1) * sizeof(uint32_t));
-	t->next_pid = malloc(MAX(n, (size_t)1) * sizeof(uint32_t));
-	t->next_comm = malloc(MAX(n, (size_t)1) * sizeof(uint32_t));
-	t->next_prio = malloc(MAX(n, (size_t)1) * sizeof(int32_t));
-	if (!t->ts_delta || !t->cpu || !t->prev_tid || !t->prev_pid || !t->prev_comm || !t->prev_prio ||
-	    !t->prev_state || !t->next_tid || !t->next_pid || !t->next_comm || !t->next_prio)
+	if (!t)
 		return -ENOMEM;
+	hostprof__sched_switch_table__init(t);
+	COLUMN(&b->a, t, ts_delta, n);
+	COLUMN(&b->a, t, cpu, n);
+	COLUMN(&b->a, t, prev_tid, n);
+	COLUMN(&b->a, t, prev_pid, n);
+	COLUMN(&b->a, t, prev_comm, n);
+	COLUMN(&b->a, t, prev_prio, n);
+	COLUMN(&b->a, t, prev_state, n);
+	COLUMN(&b->a, t, next_tid, n);
+	COLUMN(&b->a, t, next_pid, n);
+	COLUMN(&b->a, t, next_comm, n);
+	COLUMN(&b->a, t, next_prio, n);
+	COLUMN(&b->a, t, prev_policy, n);
+	COLUMN(&b->a, t, next_policy, n);
+	COLUMN(&b->a, t, next_wait_ns, n);
+	COLUMN(&b->a, t, next_wait_kind, n);
+	if (b->a.err)
+		return b->a.err;
+	fill_deltas(t->ts_delta, &b->sw, start);
 	for (size_t i = 0; i < n; i++) {
-		const struct hp_switch *e = b->events[i];
+		const struct hp_switch *e = (const void *)b->sw.v[i];
 
-		t->ts_delta[i] = e->hdr.ts - prev_ts;
-		prev_ts = e->hdr.ts;
 		t->cpu[i] = e->hdr.cpu;
 		t->prev_tid[i] = e->prev_tid;
 		t->prev_pid[i] = e->prev_pid;
@@ -222,17 +583,357 @@ static int fill_switch_table(struct snap_build *b, size_t n, uint64_t start)
 		t->next_tid[i] = e->next_tid;
 		t->next_pid[i] = e->next_pid;
 		t->next_prio[i] = e->next_prio;
-		r = strtab_intern(&b->strs, e->prev_comm, &t->prev_comm[i]);
+		t->prev_policy[i] = e->prev_policy;
+		t->next_policy[i] = e->next_policy;
+		t->next_wait_ns[i] = e->next_wait_ns;
+		t->next_wait_kind[i] = e->next_wait_kind;
+		r = strtab_intern(&b->strs, &b->a, e->prev_comm, &t->prev_comm[i]);
+		if (r >= 0)
+			r = strtab_intern(&b->strs, &b->a, e->next_comm, &t->next_comm[i]);
 		if (r < 0)
 			return r;
-		r = strtab_intern(&b->strs, e->next_comm, &t->next_comm[i]);
+	}
+	b->snap.switches = t;
+	return 0;
+}
+
+static int fill_wakeups(struct snap_build *b, uint64_t start)
+{
+	Hostprof__WakeupTable *t = arena_alloc(&b->a, sizeof(*t));
+	size_t n = b->wk.n;
+	int r;
+
+	if (!t)
+		return -ENOMEM;
+	hostprof__wakeup_table__init(t);
+	COLUMN(&b->a, t, ts_delta, n);
+	COLUMN(&b->a, t, cpu, n);
+	COLUMN(&b->a, t, tid, n);
+	COLUMN(&b->a, t, pid, n);
+	COLUMN(&b->a, t, target_cpu, n);
+	COLUMN(&b->a, t, waker_tid, n);
+	COLUMN(&b->a, t, waker_pid, n);
+	COLUMN(&b->a, t, waker_comm, n);
+	COLUMN(&b->a, t, flags, n);
+	if (b->a.err)
+		return b->a.err;
+	fill_deltas(t->ts_delta, &b->wk, start);
+	for (size_t i = 0; i < n; i++) {
+		const struct hp_wake *e = (const void *)b->wk.v[i];
+
+		t->cpu[i] = e->hdr.cpu;
+		t->tid[i] = e->tid;
+		t->pid[i] = e->pid;
+		t->target_cpu[i] = e->target_cpu;
+		t->waker_tid[i] = e->waker_tid;
+		t->waker_pid[i] = e->waker_pid;
+		t->flags[i] = e->flags;
+		r = strtab_intern(&b->strs, &b->a, e->waker_comm, &t->waker_comm[i]);
 		if (r < 0)
 			return r;
+	}
+	b->snap.wakeups = t;
+	return 0;
+}
+
+static int fill_migrations(struct snap_build *b, uint64_t start)
+{
+	Hostprof__MigrationTable *t = arena_alloc(&b->a, sizeof(*t));
+	size_t n = b->mg.n;
+
+	if (!t)
+		return -ENOMEM;
+	hostprof__migration_table__init(t);
+	COLUMN(&b->a, t, ts_delta, n);
+	COLUMN(&b->a, t, tid, n);
+	COLUMN(&b->a, t, pid, n);
+	COLUMN(&b->a, t, from_cpu, n);
+	COLUMN(&b->a, t, to_cpu, n);
+	if (b->a.err)
+		return b->a.err;
+	fill_deltas(t->ts_delta, &b->mg, start);
+	for (size_t i = 0; i < n; i++) {
+		const struct hp_migrate *e = (const void *)b->mg.v[i];
+
+		t->tid[i] = e->tid;
+		t->pid[i] = e->pid;
+		t->from_cpu[i] = e->from_cpu;
+		t->to_cpu[i] = e->to_cpu;
+	}
+	b->snap.migrations = t;
+	return 0;
+}
+
+static int fill_syscalls(struct snap_build *b, uint64_t start)
+{
+	Hostprof__SyscallTable *t = arena_alloc(&b->a, sizeof(*t));
+	size_t n = b->sc.n;
+
+	if (!t)
+		return -ENOMEM;
+	hostprof__syscall_table__init(t);
+	COLUMN(&b->a, t, ts_delta, n);
+	COLUMN(&b->a, t, dur_ns, n);
+	COLUMN(&b->a, t, tid, n);
+	COLUMN(&b->a, t, pid, n);
+	COLUMN(&b->a, t, nr, n);
+	COLUMN(&b->a, t, ret, n);
+	COLUMN(&b->a, t, arg0, n);
+	COLUMN(&b->a, t, arg1, n);
+	COLUMN(&b->a, t, arg2, n);
+	COLUMN(&b->a, t, cpu, n);
+	if (b->a.err)
+		return b->a.err;
+	fill_deltas(t->ts_delta, &b->sc, start);
+	for (size_t i = 0; i < n; i++) {
+		const struct hp_syscall *e = (const void *)b->sc.v[i];
+
+		t->dur_ns[i] = e->dur_ns;
+		t->tid[i] = e->tid;
+		t->pid[i] = e->pid;
+		t->nr[i] = e->nr;
+		t->ret[i] = e->ret;
+		t->arg0[i] = e->args[0];
+		t->arg1[i] = e->args[1];
+		t->arg2[i] = e->args[2];
+		t->cpu[i] = e->hdr.cpu;
+	}
+	b->snap.syscalls = t;
+	return 0;
+}
+
+static int cmp_ustack(const void *a, const void *b)
+{
+	const struct hp_ustack *x = *(const struct hp_ustack *const *)a;
+	const struct hp_ustack *y = *(const struct hp_ustack *const *)b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return x->off_ts < y->off_ts ? -1 : x->off_ts > y->off_ts;
+}
+
+static const struct hp_ustack *find_ustack(const struct snap_build *b, uint32_t tid, uint64_t off_ts)
+{
+	size_t lo = 0, hi = b->ust.n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		const struct hp_ustack *u = (const void *)b->ust.v[mid];
+
+		if (u->tid < tid || (u->tid == tid && u->off_ts < off_ts))
+			lo = mid + 1;
+		else if (u->tid == tid && u->off_ts == off_ts)
+			return u;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+static int fill_offcpu(struct snap_build *b, uint64_t start)
+{
+	Hostprof__OffCpuTable *t = arena_alloc(&b->a, sizeof(*t));
+	size_t n = b->off.n;
+	int r;
+
+	if (!t)
+		return -ENOMEM;
+	hostprof__off_cpu_table__init(t);
+	COLUMN(&b->a, t, ts_delta, n);
+	COLUMN(&b->a, t, dur_ns, n);
+	COLUMN(&b->a, t, tid, n);
+	COLUMN(&b->a, t, pid, n);
+	COLUMN(&b->a, t, state, n);
+	COLUMN(&b->a, t, waker_tid, n);
+	COLUMN(&b->a, t, waker_pid, n);
+	COLUMN(&b->a, t, waker_comm, n);
+	COLUMN(&b->a, t, kstack, n);
+	COLUMN(&b->a, t, ustack, n);
+	COLUMN(&b->a, t, cpu, n);
+	if (b->a.err)
+		return b->a.err;
+	/* user stacks came separately, at the syscall's exit: join on (tid, off_ts) */
+	qsort(b->ust.v, b->ust.n, sizeof(*b->ust.v), cmp_ustack);
+	fill_deltas(t->ts_delta, &b->off, start);
+	for (size_t i = 0; i < n; i++) {
+		const struct hp_offcpu *e = (const void *)b->off.v[i];
+		const struct hp_ustack *u = NULL;
+
+		t->dur_ns[i] = e->dur_ns;
+		t->tid[i] = e->tid;
+		t->pid[i] = e->pid;
+		t->state[i] = e->state;
+		t->waker_tid[i] = e->waker_tid;
+		t->waker_pid[i] = e->waker_pid;
+		t->cpu[i] = e->hdr.cpu;
+		r = strtab_intern(&b->strs, &b->a, e->waker_comm, &t->waker_comm[i]);
+		if (r < 0)
+			return r;
+		r = intern_stack(b, e->frames, e->kstack_len, false, e->pid, e->stack_flags & HP_STACK_KTRUNC,
+				 &t->kstack[i]);
+		if (r < 0)
+			return r;
+		if (e->stack_flags & HP_STACK_USTACK_LATER)
+			u = find_ustack(b, e->tid, e->hdr.ts);
+		if (u) {
+			r = intern_stack(b, u->frames, u->ustack_len, true, e->pid, u->stack_flags & HP_STACK_UTRUNC,
+					 &t->ustack[i]);
+			if (r < 0)
+				return r;
+		}
+	}
+	b->snap.offcpu = t;
+	return 0;
+}
+
+static int fill_samples(struct snap_build *b, uint64_t start)
+{
+	Hostprof__SampleTable *t = arena_alloc(&b->a, sizeof(*t));
+	size_t n = b->smp.n;
+	int r;
+
+	if (!t)
+		return -ENOMEM;
+	hostprof__sample_table__init(t);
+	COLUMN(&b->a, t, ts_delta, n);
+	COLUMN(&b->a, t, cpu, n);
+	COLUMN(&b->a, t, tid, n);
+	COLUMN(&b->a, t, pid, n);
+	COLUMN(&b->a, t, kstack, n);
+	COLUMN(&b->a, t, ustack, n);
+	if (b->a.err)
+		return b->a.err;
+	fill_deltas(t->ts_delta, &b->smp, start);
+	for (size_t i = 0; i < n; i++) {
+		const struct hp_sample *e = (const void *)b->smp.v[i];
+
+		t->cpu[i] = e->hdr.cpu;
+		t->tid[i] = e->tid;
+		t->pid[i] = e->pid;
+		r = intern_stack(b, e->frames, e->kstack_len, false, e->pid, e->stack_flags & HP_STACK_KTRUNC,
+				 &t->kstack[i]);
+		if (r >= 0)
+			r = intern_stack(b, e->frames + e->kstack_len, e->ustack_len, true, e->pid,
+					 e->stack_flags & HP_STACK_UTRUNC, &t->ustack[i]);
+		if (r < 0)
+			return r;
+	}
+	b->snap.samples = t;
+	return 0;
+}
+
+static int fill_task_events(struct snap_build *b, uint64_t start)
+{
+	Hostprof__TaskEventTable *t = arena_alloc(&b->a, sizeof(*t));
+	size_t n = b->te.n;
+	int r = 0;
+
+	if (!t)
+		return -ENOMEM;
+	hostprof__task_event_table__init(t);
+	COLUMN(&b->a, t, ts_delta, n);
+	COLUMN(&b->a, t, kind, n);
+	COLUMN(&b->a, t, tid, n);
+	COLUMN(&b->a, t, pid, n);
+	COLUMN(&b->a, t, child_tid, n);
+	COLUMN(&b->a, t, child_pid, n);
+	COLUMN(&b->a, t, comm, n);
+	if (b->a.err)
+		return b->a.err;
+	fill_deltas(t->ts_delta, &b->te, start);
+	for (size_t i = 0; i < n && r >= 0; i++) {
+		const struct hp_hdr *h = b->te.v[i];
+
+		switch (h->type) {
+		case HP_EV_FORK: {
+			const struct hp_fork *e = (const void *)h;
+
+			t->kind[i] = 1;
+			t->tid[i] = e->parent_tid;
+			t->pid[i] = e->parent_pid;
+			t->child_tid[i] = e->child_tid;
+			t->child_pid[i] = e->child_pid;
+			r = strtab_intern(&b->strs, &b->a, e->comm, &t->comm[i]);
+			break;
+		}
+		case HP_EV_EXIT: {
+			const struct hp_exit *e = (const void *)h;
+
+			t->kind[i] = 2;
+			t->tid[i] = e->tid;
+			t->pid[i] = e->pid;
+			break;
+		}
+		case HP_EV_EXEC: {
+			const struct hp_exec *e = (const void *)h;
+
+			t->kind[i] = 3;
+			t->tid[i] = e->tid;
+			t->pid[i] = e->pid;
+			r = strtab_intern(&b->strs, &b->a, e->comm, &t->comm[i]);
+			break;
+		}
+		default: {
+			const struct hp_comm *e = (const void *)h;
+
+			t->kind[i] = 4;
+			t->tid[i] = e->tid;
+			t->pid[i] = e->pid;
+			r = strtab_intern(&b->strs, &b->a, e->comm, &t->comm[i]);
+		}
+		}
+	}
+	b->snap.task_events = t;
+	return r;
+}
+
+static int fill_histograms(struct snap_build *b)
+{
+	const struct snapshot_ctx *ctx = b->ctx;
+	Hostprof__SyscallHistogram **v;
+
+	v = arena_alloc(&b->a, ctx->n_hists * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < ctx->n_hists; i++) {
+		const struct hist_entry *e = &ctx->hists[i];
+		Hostprof__SyscallHistogram *h = arena_alloc(&b->a, sizeof(*h));
+
+		if (!h)
+			return -ENOMEM;
+		hostprof__syscall_histogram__init(h);
+		h->has_tid = h->has_pid = h->has_nr = h->has_count = h->has_total_ns = h->has_max_ns = true;
+		h->tid = e->key.tid;
+		h->pid = e->key.pid;
+		h->nr = e->key.nr;
+		h->count = e->h.count;
+		h->total_ns = e->h.total_ns;
+		h->max_ns = e->h.max_ns;
+		COLUMN(&b->a, h, buckets, HP_HIST_BUCKETS);
+		if (!h->buckets)
+			return -ENOMEM;
+		for (int k = 0; k < HP_HIST_BUCKETS; k++)
+			h->buckets[k] = e->h.buckets[k];
+		v[i] = h;
+	}
+	b->snap.syscall_hist = v;
+	b->snap.n_syscall_hist = ctx->n_hists;
+	b->snap.syscall_names = (char **)syscall_names;
+	b->snap.n_syscall_names = syscall_names_len;
+	/* the generated table has holes: the message needs a string everywhere */
+	{
+		char **names = arena_alloc(&b->a, syscall_names_len * sizeof(*names));
+
+		if (!names)
+			return -ENOMEM;
+		for (unsigned int i = 0; i < syscall_names_len; i++)
+			names[i] = (char *)(syscall_names[i] ? syscall_names[i] : "");
+		b->snap.syscall_names = names;
 	}
 	return 0;
 }
 
-/* tid → slot in thread_buf, open addressing; slots hold index + 1 */
+/* tid → slot in the thread array, open addressing; slots hold index + 1 */
 struct tidset {
 	uint32_t *keys, *vals;
 	size_t cap;
@@ -248,69 +949,73 @@ static uint32_t *tidset_slot(struct tidset *t, uint32_t tid)
 	return &t->vals[i];
 }
 
-static Hostprof__Thread *add_thread(struct snap_build *b, struct tidset *set, size_t *nt, uint32_t tid,
-				    uint32_t pid, char *comm)
+static void add_thread(Hostprof__Thread *buf, struct tidset *set, size_t *nt, uint32_t tid, uint32_t pid,
+		       char *comm)
 {
 	uint32_t *slot = tidset_slot(set, tid);
 	Hostprof__Thread *t;
 
 	if (*slot)
-		return NULL;
-	t = &b->thread_buf[*nt];
+		return;
+	t = &buf[*nt];
 	hostprof__thread__init(t);
 	t->has_tid = t->has_pid = true;
 	t->tid = tid;
 	t->pid = pid;
 	t->comm = comm;
 	*slot = ++*nt;
-	return t;
 }
 
-/* Threads: every task seen in the window, named by its latest name, plus the process's. */
-static int fill_threads(struct snap_build *b, const struct proc_rec *p, size_t n)
+/* Threads: every task in a switch of the window, named by its latest name, plus the
+ * process's own. */
+static int fill_threads(struct snap_build *b, const struct proc_rec *p)
 {
-	size_t cap = p->n_threads + MIN(2 * n, (size_t)65536), nt = 0;
+	const Hostprof__SchedSwitchTable *sw = b->snap.switches;
+	size_t n = b->sw.n, cap = p->n_threads + MIN(2 * n, (size_t)65536), nt = 0;
 	struct tidset set = {};
-	int r = 0;
+	Hostprof__Thread *buf, **ptrs;
 
 	for (set.cap = 64; set.cap < 2 * (cap + 1); set.cap *= 2)
 		;
 	set.keys = calloc(set.cap, sizeof(uint32_t));
 	set.vals = calloc(set.cap, sizeof(uint32_t));
-	b->thread_buf = calloc(MAX(cap, (size_t)1), sizeof(*b->thread_buf));
-	b->threads = calloc(MAX(cap, (size_t)1), sizeof(*b->threads));
-	if (!set.keys || !set.vals || !b->thread_buf || !b->threads) {
-		r = -ENOMEM;
-		goto out;
+	buf = arena_alloc(&b->a, cap * sizeof(*buf));
+	ptrs = arena_alloc(&b->a, cap * sizeof(*ptrs));
+	if (!set.keys || !set.vals || !buf || !ptrs) {
+		free(set.keys);
+		free(set.vals);
+		return -ENOMEM;
 	}
 	/* newest first, so the first time a tid is met it carries its latest name */
 	for (size_t k = n * 2; k-- > 0 && nt < cap;) {
-		const struct hp_switch *e = b->events[k / 2];
 		bool next = k % 2;
-		uint32_t tid = next ? e->next_tid : e->prev_tid;
-		uint32_t name = next ? b->sw.next_comm[k / 2] : b->sw.prev_comm[k / 2];
+		uint32_t tid = next ? sw->next_tid[k / 2] : sw->prev_tid[k / 2];
 
 		if (tid == 0)
 			continue; /* the idle task */
-		add_thread(b, &set, &nt, tid, next ? e->next_pid : e->prev_pid, b->strs.strs[name]);
+		add_thread(buf, &set, &nt, tid, next ? sw->next_pid[k / 2] : sw->prev_pid[k / 2],
+			   b->strs.strs[next ? sw->next_comm[k / 2] : sw->prev_comm[k / 2]]);
 	}
 	for (size_t i = 0; i < p->n_threads && nt < cap; i++)
-		add_thread(b, &set, &nt, p->threads[i].tid, p->info.pid, (char *)p->threads[i].comm);
+		add_thread(buf, &set, &nt, p->threads[i].tid, p->info.pid, (char *)p->threads[i].comm);
 	for (size_t j = 0; j < nt; j++)
-		b->threads[j] = &b->thread_buf[j];
-	b->snap.threads = b->threads;
+		ptrs[j] = &buf[j];
+	b->snap.threads = ptrs;
 	b->snap.n_threads = nt;
-out:
 	free(set.keys);
 	free(set.vals);
-	return r;
+	return 0;
 }
 
 static int fill_process(struct snap_build *b, const struct proc_rec *p)
 {
-	Hostprof__Process *proc = &b->proc;
+	Hostprof__Process *proc = arena_alloc(&b->a, sizeof(*proc));
+	Hostprof__Process **procs = arena_alloc(&b->a, sizeof(*procs));
 	size_t nargs = 0;
+	char **args;
 
+	if (!proc || !procs)
+		return -ENOMEM;
 	hostprof__process__init(proc);
 	proc->has_pid = proc->has_ppid = proc->has_start_time = proc->has_uid = true;
 	proc->pid = p->info.pid;
@@ -320,124 +1025,197 @@ static int fill_process(struct snap_build *b, const struct proc_rec *p)
 	proc->uid = p->info.uid;
 	proc->has_exit_ns = p->exit_ns != 0;
 	proc->exit_ns = p->exit_ns;
+	/* only NUL-terminated arguments: a truncated last one is dropped */
 	for (size_t i = 0; i < p->cmdline_len; i++)
 		nargs += p->cmdline[i] == 0;
-	if (p->cmdline_len && p->cmdline[p->cmdline_len - 1] != 0)
-		nargs++; /* truncated last argument */
-	b->cmdline = calloc(MAX(nargs, (size_t)1), sizeof(char *));
-	if (!b->cmdline)
+	args = arena_alloc(&b->a, MAX(nargs, (size_t)1) * sizeof(*args));
+	if (!args)
 		return -ENOMEM;
-	for (size_t i = 0, k = 0; i < p->cmdline_len && k < nargs; k++) {
-		b->cmdline[k] = p->cmdline + i;
-		i += strnlen(p->cmdline + i, p->cmdline_len - i) + 1;
+	for (size_t i = 0, k = 0; k < nargs; k++) {
+		args[k] = p->cmdline + i;
+		i += strlen(p->cmdline + i) + 1;
 	}
-	proc->cmdline = b->cmdline;
-	/* a truncated last argument is not NUL-terminated: drop it rather than overrun */
-	proc->n_cmdline = p->cmdline_len && p->cmdline[p->cmdline_len - 1] != 0 ? nargs - 1 : nargs;
-	b->procs[0] = proc;
-	b->snap.processes = b->procs;
+	proc->cmdline = args;
+	proc->n_cmdline = nargs;
+	procs[0] = proc;
+	b->snap.processes = procs;
 	b->snap.n_processes = 1;
 	return 0;
 }
 
-static int fill_stats(struct snap_build *b, const struct proc_rec *p, const struct snapshot_ctx *ctx)
+static int fill_stats(struct snap_build *b, const struct proc_rec *p)
 {
-	Hostprof__CaptureStats *s = &b->stats;
+	const struct snapshot_ctx *ctx = b->ctx;
+	Hostprof__CaptureStats *s = arena_alloc(&b->a, sizeof(*s));
+	Hostprof__SymbolStats *sym = arena_alloc(&b->a, sizeof(*sym));
+	Hostprof__Drop **drops = arena_alloc(&b->a, ctx->n_drops * sizeof(*drops));
 
+	if (!s || !sym || !drops)
+		return -ENOMEM;
 	hostprof__capture_stats__init(s);
-	s->has_events = s->has_events_total = s->has_evicted = true;
+	s->has_events = s->has_events_total = s->has_evicted = s->has_stack_frames_max = true;
 	s->events = p->events;
 	s->events_total = ctx->events_total;
 	s->evicted = p->evicted;
-	b->drop_buf = calloc(MAX(ctx->n_drops, (size_t)1), sizeof(*b->drop_buf));
-	b->drops = calloc(MAX(ctx->n_drops, (size_t)1), sizeof(*b->drops));
-	if (!b->drop_buf || !b->drops)
-		return -ENOMEM;
+	s->stack_frames_max = HP_MAX_STACK;
 	for (size_t i = 0; i < ctx->n_drops; i++) {
-		hostprof__drop__init(&b->drop_buf[i]);
-		b->drop_buf[i].cause = (char *)ctx->drops[i].cause;
-		b->drop_buf[i].has_count = true;
-		b->drop_buf[i].count = ctx->drops[i].count;
-		b->drops[i] = &b->drop_buf[i];
+		drops[i] = arena_alloc(&b->a, sizeof(**drops));
+		if (!drops[i])
+			return -ENOMEM;
+		hostprof__drop__init(drops[i]);
+		drops[i]->cause = (char *)ctx->drops[i].cause;
+		drops[i]->has_count = true;
+		drops[i]->count = ctx->drops[i].count;
 	}
-	s->drops = b->drops;
+	s->drops = drops;
 	s->n_drops = ctx->n_drops;
 	b->snap.stats = s;
+	hostprof__symbol_stats__init(sym);
+	sym->has_resolved = sym->has_unresolved = sym->has_suspect_stacks = true;
+	sym->resolved = b->resolved;
+	sym->unresolved = b->unresolved;
+	sym->suspect_stacks = b->suspect;
+	b->snap.symbol_stats = sym;
 	return 0;
 }
 
-static void fill_host(struct snap_build *b)
+static uint64_t clock_ns(clockid_t id)
 {
-	hostprof__host_info__init(&b->host);
-	uname(&b->uts);
-	if (gethostname(b->hostname, sizeof(b->hostname) - 1) < 0)
-		b->hostname[0] = 0;
-	b->host.hostname = b->hostname;
-	b->host.sysname = b->uts.sysname;
-	b->host.kernel_release = b->uts.release;
-	b->host.kernel_version = b->uts.version;
-	b->host.machine = b->uts.machine;
-	b->host.has_ncpus = true;
-	b->host.ncpus = sysconf(_SC_NPROCESSORS_CONF);
-	b->snap.host = &b->host;
+	struct timespec ts;
 
-	hostprof__clock_anchor__init(&b->clock);
-	b->clock.has_boottime_ns = b->clock.has_realtime_ns = b->clock.has_monotonic_ns = true;
-	b->clock.boottime_ns = clock_ns(CLOCK_BOOTTIME);
-	b->clock.realtime_ns = clock_ns(CLOCK_REALTIME);
-	b->clock.monotonic_ns = clock_ns(CLOCK_MONOTONIC);
-	b->snap.clock = &b->clock;
+	clock_gettime(id, &ts);
+	return ts.tv_sec * NSEC_PER_SEC + ts.tv_nsec;
+}
+
+static int fill_host(struct snap_build *b)
+{
+	Hostprof__HostInfo *host = arena_alloc(&b->a, sizeof(*host));
+	Hostprof__ClockAnchor *clock = arena_alloc(&b->a, sizeof(*clock));
+	struct utsname *uts = arena_alloc(&b->a, sizeof(*uts));
+	char *hostname = arena_alloc(&b->a, 256);
+
+	if (!host || !clock || !uts || !hostname)
+		return -ENOMEM;
+	hostprof__host_info__init(host);
+	uname(uts);
+	if (gethostname(hostname, 255) < 0)
+		hostname[0] = 0;
+	host->hostname = hostname;
+	host->sysname = uts->sysname;
+	host->kernel_release = uts->release;
+	host->kernel_version = uts->version;
+	host->machine = uts->machine;
+	host->has_ncpus = true;
+	host->ncpus = sysconf(_SC_NPROCESSORS_CONF);
+	b->snap.host = host;
+
+	hostprof__clock_anchor__init(clock);
+	clock->has_boottime_ns = clock->has_realtime_ns = clock->has_monotonic_ns = true;
+	clock->boottime_ns = clock_ns(CLOCK_BOOTTIME);
+	clock->realtime_ns = clock_ns(CLOCK_REALTIME);
+	clock->monotonic_ns = clock_ns(CLOCK_MONOTONIC);
+	b->snap.clock = clock;
+	return 0;
 }
 
 int snapshot_build(const struct proc_rec *p, const struct snapshot_ctx *ctx, uint8_t **ret_data,
 		   size_t *ret_len, uint64_t *ret_events)
 {
-	struct snap_build b = {};
+	struct snap_build b = { .ctx = ctx };
 	uint64_t now = clock_ns(CLOCK_BOOTTIME);
-	uint64_t end = p->exit_ns ? p->exit_ns : now;
+	uint64_t end = ctx->end_ns ? ctx->end_ns : p->exit_ns ? p->exit_ns : now;
 	uint64_t start = ctx->window_ns && end > ctx->window_ns ? end - ctx->window_ns : 0;
 	uint32_t empty;
-	size_t n = 0;
+	char *producer;
 	int r;
 
 	hostprof__snapshot__init(&b.snap);
-	r = strtab_intern(&b.strs, "", &empty); /* index 0 is "" */
+	r = strtab_intern(&b.strs, &b.a, "", &empty); /* index 0 is "" */
 	if (r < 0)
 		goto out;
-	r = collect_switches(&b, p, start, end, &n);
+	r = collect_chunks(&b, p, start, end, false);
+	if (r >= 0 && ctx->host)
+		r = collect_chunks(&b, ctx->host, start, end, true);
 	if (r < 0)
 		goto out;
+	recvec_sort(&b.sw);
+	recvec_sort(&b.wk);
+	recvec_sort(&b.mg);
+	recvec_sort(&b.sc);
+	recvec_sort(&b.off);
+	recvec_sort(&b.smp);
+	recvec_sort(&b.te);
 	/* all the history kept: the window opens at the oldest record */
-	if (!ctx->window_ns || !start)
-		start = n ? b.events[0]->hdr.ts : p->watch_ns;
-	r = fill_switch_table(&b, n, start);
-	if (r < 0)
-		goto out;
-	r = fill_threads(&b, p, n);
-	if (r < 0)
-		goto out;
-	r = fill_process(&b, p);
-	if (r < 0)
-		goto out;
-	r = fill_stats(&b, p, ctx);
-	if (r < 0)
-		goto out;
-	fill_host(&b);
+	if (!ctx->window_ns || !start) {
+		start = p->watch_ns;
+		if (b.sw.n)
+			start = MIN(start, b.sw.v[0]->ts);
+		if (p->head)
+			start = MIN(start, p->head->min_ts);
+	}
 
-	snprintf(b.producer, sizeof(b.producer), "hostprofd %s", HOSTPROF_VERSION);
+	r = fill_switches(&b, start);
+	if (r >= 0)
+		r = fill_wakeups(&b, start);
+	if (r >= 0)
+		r = fill_migrations(&b, start);
+	if (r >= 0)
+		r = fill_syscalls(&b, start);
+	if (r >= 0)
+		r = fill_offcpu(&b, start);
+	if (r >= 0)
+		r = fill_samples(&b, start);
+	if (r >= 0)
+		r = fill_task_events(&b, start);
+	if (r >= 0)
+		r = fill_histograms(&b);
+	if (r >= 0)
+		r = fill_threads(&b, p);
+	if (r >= 0)
+		r = fill_process(&b, p);
+	if (r >= 0)
+		r = fill_stats(&b, p);
+	if (r >= 0)
+		r = fill_host(&b);
+	producer = arena_alloc(&b.a, 64);
+	if (r < 0 || !producer) {
+		r = r < 0 ? r : -ENOMEM;
+		goto out;
+	}
+	snprintf(producer, 64, "hostprofd %s", HOSTPROF_VERSION);
 	b.snap.has_format_version = b.snap.has_start_ns = b.snap.has_end_ns = b.snap.has_pid = true;
 	b.snap.format_version = HPS_FORMAT_VERSION;
-	b.snap.producer = b.producer;
+	b.snap.producer = producer;
 	b.snap.start_ns = start;
 	b.snap.end_ns = end;
 	b.snap.pid = p->info.pid;
 	b.snap.reason = (char *)(ctx->reason ? ctx->reason : "request");
 	b.snap.strings = b.strs.strs;
 	b.snap.n_strings = b.strs.n;
-	b.snap.switches = &b.sw;
+	b.snap.stacks = b.stacks;
+	b.snap.n_stacks = b.n_stacks;
+	b.snap.frames = b.frames;
+	b.snap.n_frames = b.n_frames;
+	b.snap.mappings = b.mappings;
+	b.snap.n_mappings = b.n_mappings;
+	b.snap.has_syscall_min_ns = b.snap.has_offcpu_min_ns = b.snap.has_sample_hz = true;
+	b.snap.syscall_min_ns = ctx->syscall_min_ns;
+	b.snap.offcpu_min_ns = ctx->offcpu_min_ns;
+	b.snap.sample_hz = ctx->sample_hz;
+	b.snap.markers = (Hostprof__Marker **)ctx->markers;
+	b.snap.n_markers = ctx->n_markers;
+	if (b.a.err) {
+		r = b.a.err;
+		goto out;
+	}
+	r = hps_validate(&b.snap);
+	if (r < 0) {
+		log_error("Internal error: the snapshot of pid %u is inconsistent", p->info.pid);
+		goto out;
+	}
 	r = hps_pack(&b.snap, ret_data, ret_len);
 	if (r >= 0 && ret_events)
-		*ret_events = n;
+		*ret_events = b.sw.n + b.wk.n + b.mg.n + b.sc.n + b.off.n + b.smp.n + b.te.n;
 out:
 	snap_build_free(&b);
 	return r;

@@ -6,6 +6,8 @@
 #include <stdint.h>
 
 #include "recorder.h"
+#include "snapshot.pb-c.h"
+#include "symbolize.h"
 
 struct drop_count {
 	const char *cause;
@@ -15,13 +17,24 @@ struct drop_count {
 /* What a snapshot needs besides the process's recorder. */
 struct snapshot_ctx {
 	uint64_t window_ns; /* 0: all the history kept */
+	uint64_t end_ns;    /* 0: now, or when the process exited */
 	const char *reason; /* NULL: "request" */
 	uint64_t events_total;
 	const struct drop_count *drops;
 	size_t n_drops;
+	const struct proc_rec *host; /* --cpus switches to merge in, or NULL */
+	const struct hist_entry *hists;
+	size_t n_hists;
+	uint64_t syscall_min_ns, offcpu_min_ns;
+	uint32_t sample_hz;
+	Hostprof__Marker *const *markers;
+	size_t n_markers;
+	/* Symbolization, or NULL for bare addresses: returns 1 with a function, 0 without. */
+	int (*resolve)(void *ud, uint32_t pid, uint64_t addr, bool kernel, struct sym_result *ret);
+	void *resolve_ud;
 };
 
-/* Build the .hps bytes (magic + Snapshot) for p. */
+/* Build the .hps bytes (magic + Snapshot) for p. *ret_events: records in it. */
 int snapshot_build(const struct proc_rec *p, const struct snapshot_ctx *ctx, uint8_t **ret_data,
 		   size_t *ret_len, uint64_t *ret_events);
 

@@ -11,10 +11,18 @@
  *   fork     a child forked by a watched process is followed
  *   preempt  the stall workload: acl_thread is preempted (R or R+) by the SCHED_FIFO hog once
  *            per burst, and >= 95% of those preemptions are captured with the hog named
+ *   pipe     a thread blocked ~50 ms in read() on a pipe: a read syscall record of 50..60 ms,
+ *            and an off-CPU record whose kernel stack holds pipe_read, whose waker is the
+ *            writer thread, followed by its user stack
+ *   migrate  a thread moved from CPU 0 to CPU 1: a migration record
+ *   sample   a busy function: on-CPU samples whose user stacks fall inside it
+ *   hist     1000 getppid() calls: a histogram with exactly 1000
+ *   tinyring a 4 KiB ring under load: drops are counted, records still parse
  *
  * Exit 0 pass, 1 fail, 77 skip (not root, no BTF, SCHED_FIFO refused).
  */
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -77,9 +85,9 @@ static uint64_t boot_ns(void)
 	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
-static struct capture *start_capture(bool raw_tp)
+static struct capture *start_capture_ring(bool raw_tp, uint32_t ring_kb)
 {
-	struct capture_opts opts = { .ring_kb = 1024, .force_raw_tp = raw_tp };
+	struct capture_opts opts = { .ring_kb = ring_kb, .force_raw_tp = raw_tp };
 	struct capture *c;
 	int r;
 
@@ -98,6 +106,11 @@ static struct capture *start_capture(bool raw_tp)
 	}
 	EXPECT(capture_uses_raw_tp(c) == raw_tp, "raw_tp=%d", capture_uses_raw_tp(c));
 	return c;
+}
+
+static struct capture *start_capture(bool raw_tp)
+{
+	return start_capture_ring(raw_tp, 1024);
 }
 
 static void drain(struct capture *c)
@@ -167,7 +180,7 @@ static int test_sleep(bool raw_tp)
 	int go_w, go_u, tid_w_fd, tid_u_fd;
 	pid_t w = spawn_sleeper(&go_w, &tid_w_fd), u = spawn_sleeper(&go_u, &tid_u_fd);
 	pid_t tid_w = 0, tid_u = 0;
-	unsigned sleeps = 0, ins = 0, foreign = 0, unwatched = 0, spawn = 0;
+	unsigned sleeps = 0, ins = 0, foreign = 0, unwatched = 0, spawn = 0, woken_waits = 0;
 	uint64_t t0, t1, last_ts[1024] = {};
 	bool ordered = true;
 	int r;
@@ -205,20 +218,27 @@ static int test_sleep(bool raw_tp)
 		}
 		if (e->prev_pid != (uint32_t)w && e->next_pid != (uint32_t)w)
 			foreign++;
-		if (e->prev_pid == (uint32_t)u || e->next_pid == (uint32_t)u)
+		/* the twin shows up only where it met the watched process on a CPU */
+		if ((e->prev_pid == (uint32_t)u || e->next_pid == (uint32_t)u) && e->prev_pid != (uint32_t)w &&
+		    e->next_pid != (uint32_t)w)
 			unwatched++;
 		if (e->prev_tid == (uint32_t)tid_w && e->prev_state == 0x1) {
 			sleeps++;
 			EXPECT(!strcmp(e->prev_comm, "sleeper"), "prev_comm %s", e->prev_comm);
 			EXPECT(e->flags & HP_SW_PREV_WATCHED, "flags %#x", e->flags);
 		}
-		ins += e->next_tid == (uint32_t)tid_w;
+		if (e->next_tid == (uint32_t)tid_w) {
+			ins++;
+			woken_waits += e->next_wait_kind == HP_WAIT_WAKEUP && e->next_wait_ns > 0 &&
+				       e->next_wait_ns < 1000000000ull;
+		}
 	}
 	printf("%zu records; sleeper %d: %u sleeps (S), %u switch-ins\n", log_.n, tid_w, sleeps, ins);
 	EXPECT(sleeps == N_SLEEPS, "expected exactly %d switch-outs in S, got %u", N_SLEEPS, sleeps);
 	EXPECT(ins >= N_SLEEPS, "expected at least %d switch-ins, got %u", N_SLEEPS, ins);
+	EXPECT(woken_waits >= N_SLEEPS, "runqueue wait after wakeup on %u of %u switch-ins", woken_waits, ins);
 	EXPECT(foreign == 0, "%u switch records involve no watched process", foreign);
-	EXPECT(unwatched == 0, "%u switch records of the unwatched twin", unwatched);
+	EXPECT(unwatched == 0, "%u switch records of the unwatched twin alone", unwatched);
 	EXPECT(spawn == 1, "the new thread's fork record (got %u)", spawn);
 	EXPECT(ordered, "timestamps out of the test window or not monotonic per CPU");
 	capture_free(c);
@@ -442,6 +462,369 @@ static int test_preempt(const char *stall)
 	return failures ? 1 : 0;
 }
 
+/* ---- kernel symbols, read here independently of the daemon's symbolizer ---- */
+
+struct ksym {
+	uint64_t addr;
+	char name[128];
+};
+
+static struct ksym *ksyms;
+static size_t n_ksyms;
+
+static int cmp_ksym(const void *a, const void *b)
+{
+	const struct ksym *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static void load_kallsyms(void)
+{
+	FILE *f = fopen("/proc/kallsyms", "re");
+	char line[256], type, name[128];
+	unsigned long long addr;
+	size_t cap = 0;
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%llx %c %127s", &addr, &type, name) != 3 || (type != 't' && type != 'T'))
+			continue;
+		if (n_ksyms == cap) {
+			cap = cap ? cap * 2 : 65536;
+			ksyms = realloc(ksyms, cap * sizeof(*ksyms));
+			if (!ksyms)
+				abort();
+		}
+		ksyms[n_ksyms].addr = addr;
+		snprintf(ksyms[n_ksyms].name, sizeof(ksyms[n_ksyms].name), "%s", name);
+		n_ksyms++;
+	}
+	fclose(f);
+	qsort(ksyms, n_ksyms, sizeof(*ksyms), cmp_ksym);
+}
+
+static const char *ksym_name(uint64_t addr)
+{
+	size_t lo = 0, hi = n_ksyms;
+
+	if (!n_ksyms || addr < ksyms[0].addr)
+		return "?";
+	while (hi - lo > 1) {
+		size_t mid = (lo + hi) / 2;
+
+		if (ksyms[mid].addr <= addr)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return ksyms[lo].name;
+}
+
+struct pipe_ctx {
+	int fd[2];
+	pid_t reader, writer;
+	uint64_t t_read, t_done;
+};
+
+static void *pipe_writer(void *arg)
+{
+	struct pipe_ctx *p = arg;
+	struct timespec ts = { 0, 50 * 1000 * 1000 };
+
+	prctl(PR_SET_NAME, "writer");
+	p->writer = syscall(SYS_gettid);
+	while (!__atomic_load_n(&p->reader, __ATOMIC_ACQUIRE))
+		usleep(100);
+	usleep(2000); /* the reader is in read() by now */
+	nanosleep(&ts, NULL);
+	if (write(p->fd[1], "x", 1) != 1)
+		abort();
+	return NULL;
+}
+
+static void *pipe_reader(void *arg)
+{
+	struct pipe_ctx *p = arg;
+	char b;
+
+	prctl(PR_SET_NAME, "reader");
+	__atomic_store_n(&p->reader, syscall(SYS_gettid), __ATOMIC_RELEASE);
+	p->t_read = boot_ns();
+	if (read(p->fd[0], &b, 1) != 1)
+		abort();
+	p->t_done = boot_ns();
+	return NULL;
+}
+
+static int test_pipe(void)
+{
+	struct capture *c = start_capture(false);
+	struct pipe_ctx p = {};
+	pthread_t r, w;
+	unsigned reads = 0, offs = 0, ustacks = 0;
+	uint64_t read_dur = 0, truth;
+	bool pipe_read_seen = false, waker_ok = false;
+	uint64_t off_ts = 0;
+	int rc;
+
+	if (pipe(p.fd) < 0)
+		abort();
+	load_kallsyms();
+	if (!n_ksyms || !ksyms[n_ksyms - 1].addr) {
+		printf("SKIP: /proc/kallsyms hides addresses\n");
+		exit(77);
+	}
+	rc = capture_set_syscalls(c, true);
+	EXPECT(rc == 0, "attach syscalls: %s", strerror(-rc));
+	capture_set_thresholds(c, 1000000, 1000000); /* 1 ms */
+	rc = capture_watch(c, getpid(), HP_WATCH_PID, 0);
+	EXPECT(rc == 0, "watch: %s", strerror(-rc));
+	pthread_create(&r, NULL, pipe_reader, &p);
+	pthread_create(&w, NULL, pipe_writer, &p);
+	pthread_join(r, NULL);
+	pthread_join(w, NULL);
+	truth = p.t_done - p.t_read;
+	drain(c);
+	for_each_record(h)
+	{
+		if (h->type == HP_EV_SYSCALL) {
+			const struct hp_syscall *e = (const void *)h;
+
+			if (e->tid == (uint32_t)p.reader && e->nr == SYS_read && e->args[0] == (uint64_t)p.fd[0]) {
+				reads++;
+				read_dur = e->dur_ns;
+				EXPECT(e->ret == 1, "read returned %lld", (long long)e->ret);
+			}
+		} else if (h->type == HP_EV_OFFCPU) {
+			const struct hp_offcpu *e = (const void *)h;
+
+			if (e->tid != (uint32_t)p.reader || e->dur_ns < 40000000ull)
+				continue;
+			offs++;
+			off_ts = e->hdr.ts;
+			EXPECT(e->state == 1, "off-CPU state %#x, want S", e->state);
+			waker_ok = e->waker_tid == (uint32_t)p.writer && !strcmp(e->waker_comm, "writer");
+			/* pipe_read became anon_pipe_read in 6.16 */
+			for (int i = 0; i < e->kstack_len; i++)
+				pipe_read_seen |= !strcmp(ksym_name(e->frames[i]), "pipe_read") ||
+						  !strcmp(ksym_name(e->frames[i]), "anon_pipe_read");
+			EXPECT(e->stack_flags & HP_STACK_USTACK_LATER, "the user stack should follow");
+			if (!pipe_read_seen)
+				for (int i = 0; i < e->kstack_len; i++)
+					fprintf(stderr, "  kstack[%d] %#llx %s\n", i, (unsigned long long)e->frames[i],
+						ksym_name(e->frames[i]));
+		} else if (h->type == HP_EV_USTACK) {
+			const struct hp_ustack *e = (const void *)h;
+
+			ustacks += e->tid == (uint32_t)p.reader && e->off_ts == off_ts && e->ustack_len > 0;
+		}
+	}
+	printf("reader %d writer %d: read took %.3f ms (truth %.3f ms), %u read records, %u off-CPU, %u user stacks\n",
+	       p.reader, p.writer, read_dur / 1e6, truth / 1e6, reads, offs, ustacks);
+	EXPECT(reads == 1, "one read syscall record, got %u", reads);
+	EXPECT(read_dur >= 50000000ull && read_dur <= truth && read_dur <= 60000000ull,
+	       "read duration %.3f ms: at least 50 ms, at most the truth %.3f ms and 20%% over", read_dur / 1e6,
+	       truth / 1e6);
+	EXPECT(offs == 1, "one off-CPU record of the read, got %u", offs);
+	EXPECT(pipe_read_seen, "pipe_read (anon_pipe_read since 6.16) in the off-CPU kernel stack");
+	EXPECT(waker_ok, "the off-CPU record names the writer thread as waker");
+	EXPECT(ustacks == 1, "the user stack of the interval, got %u", ustacks);
+	capture_free(c);
+	return failures ? 1 : 0;
+}
+
+static void pin_self(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set) < 0)
+		abort();
+}
+
+static int test_migrate(void)
+{
+	struct capture *c;
+	unsigned moves = 0;
+	pid_t tid;
+	int rc;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+		printf("SKIP: needs 2 CPUs\n");
+		return 77;
+	}
+	c = start_capture(false);
+	rc = capture_watch(c, getpid(), HP_WATCH_PID, 0);
+	EXPECT(rc == 0, "watch: %s", strerror(-rc));
+	tid = syscall(SYS_gettid);
+	pin_self(0);
+	usleep(1000);
+	pin_self(1);
+	usleep(1000);
+	drain(c);
+	for_each_record(h)
+	{
+		const struct hp_migrate *e = (const void *)h;
+
+		if (h->type == HP_EV_MIGRATE && e->tid == (uint32_t)tid && e->from_cpu == 0 && e->to_cpu == 1)
+			moves++;
+	}
+	printf("migrations of %d from CPU 0 to 1: %u\n", tid, moves);
+	EXPECT(moves == 1, "one migration 0 -> 1, got %u", moves);
+	capture_free(c);
+	return failures ? 1 : 0;
+}
+
+/* The busy function lives in a section of its own: its exact bounds are known. */
+extern char __start_hp_busy[], __stop_hp_busy[];
+
+__attribute__((section("hp_busy"), noinline)) static uint64_t busy_function(uint64_t deadline)
+{
+	volatile uint64_t x = 0;
+
+	while (boot_ns() < deadline)
+		for (int i = 0; i < 100000; i++)
+			x += i;
+	return x;
+}
+
+static int test_sample(void)
+{
+	struct capture *c = start_capture(false);
+	unsigned mine = 0, inside = 0, with_kernel_only = 0;
+	pid_t tid = syscall(SYS_gettid);
+	int rc;
+
+	rc = capture_watch(c, getpid(), HP_WATCH_PID, 0);
+	EXPECT(rc == 0, "watch: %s", strerror(-rc));
+	rc = capture_set_sampling(c, 499);
+	EXPECT(rc == 0, "sampling: %s", strerror(-rc));
+	busy_function(boot_ns() + 400000000ull);
+	capture_set_sampling(c, 0);
+	drain(c);
+	for_each_record(h)
+	{
+		const struct hp_sample *e = (const void *)h;
+
+		if (h->type != HP_EV_SAMPLE || e->tid != (uint32_t)tid)
+			continue;
+		mine++;
+		if (!e->ustack_len) {
+			with_kernel_only++;
+			continue;
+		}
+		/* the user stack's innermost frame is the interrupted user IP */
+		uint64_t ip = e->frames[e->kstack_len];
+
+		/* boot_ns() is called from inside: count the busy function's own frames */
+		bool in = false;
+
+		for (int i = 0; i < e->ustack_len && !in; i++) {
+			ip = e->frames[e->kstack_len + i];
+			in = ip >= (uintptr_t)__start_hp_busy && ip < (uintptr_t)__stop_hp_busy;
+		}
+		inside += in;
+	}
+	printf("%u samples of tid %d in 400 ms at 499 Hz, %u with busy_function on the user stack, %u without a "
+	       "user stack\n",
+	       mine, tid, inside, with_kernel_only);
+	EXPECT(mine >= 100, "at least 100 samples, got %u", mine);
+	EXPECT(inside * 100 >= mine * 90, "busy_function in %u of %u user stacks (< 90%%)", inside, mine);
+	capture_free(c);
+	return failures ? 1 : 0;
+}
+
+struct hist_found {
+	uint32_t tid;
+	uint64_t count, total, max, bucket_sum;
+};
+
+static void on_hist(void *ud, const struct hp_hist_key *key, const struct hp_hist *h)
+{
+	struct hist_found *f = ud;
+
+	if (key->tid != f->tid || key->nr != SYS_getppid)
+		return;
+	f->count = h->count;
+	f->total = h->total_ns;
+	f->max = h->max_ns;
+	for (int i = 0; i < HP_HIST_BUCKETS; i++)
+		f->bucket_sum += h->buckets[i];
+}
+
+static int test_hist(void)
+{
+	struct capture *c = start_capture(false);
+	struct hist_found f = { .tid = syscall(SYS_gettid) };
+	int rc;
+
+	rc = capture_watch(c, getpid(), HP_WATCH_PID, 0);
+	EXPECT(rc == 0, "watch: %s", strerror(-rc));
+	rc = capture_set_syscalls(c, true);
+	EXPECT(rc == 0, "attach syscalls: %s", strerror(-rc));
+	for (int i = 0; i < 1000; i++)
+		syscall(SYS_getppid);
+	capture_set_syscalls(c, false);
+	rc = capture_for_each_histogram(c, getpid(), on_hist, &f);
+	EXPECT(rc == 0, "histograms: %s", strerror(-rc));
+	printf("getppid x1000: histogram count %llu, buckets %llu, total %.3f ms, max %.3f us\n",
+	       (unsigned long long)f.count, (unsigned long long)f.bucket_sum, f.total / 1e6, f.max / 1e3);
+	EXPECT(f.count == 1000, "histogram count %llu, want 1000", (unsigned long long)f.count);
+	EXPECT(f.bucket_sum == 1000, "bucket sum %llu, want 1000", (unsigned long long)f.bucket_sum);
+	EXPECT(f.max > 0 && f.max <= f.total, "max %llu total %llu", (unsigned long long)f.max,
+	       (unsigned long long)f.total);
+	capture_free(c);
+	return failures ? 1 : 0;
+}
+
+static void *pingpong(void *arg)
+{
+	int *fds = arg;
+	char b = 0;
+
+	for (int i = 0; i < 20000; i++)
+		if (read(fds[0], &b, 1) != 1 || write(fds[3], &b, 1) != 1)
+			break;
+	return NULL;
+}
+
+static int test_tinyring(void)
+{
+	struct capture *c = start_capture_ring(false, 4);
+	uint64_t stats[HP_STAT_MAX];
+	int ab[2], ba[2], fds[4];
+	pthread_t t;
+	char b = 0;
+	int rc;
+
+	if (pipe(ab) < 0 || pipe(ba) < 0)
+		abort();
+	fds[0] = ab[0];
+	fds[3] = ba[1];
+	rc = capture_watch(c, getpid(), HP_WATCH_PID, 0);
+	EXPECT(rc == 0, "watch: %s", strerror(-rc));
+	pthread_create(&t, NULL, pingpong, fds);
+	for (int i = 0; i < 20000; i++)
+		if (write(ab[1], &b, 1) != 1 || read(ba[0], &b, 1) != 1)
+			break;
+	pthread_join(t, NULL);
+	drain(c);
+	rc = capture_stats(c, stats);
+	EXPECT(rc == 0, "stats: %s", strerror(-rc));
+	printf("4 KiB rings, 20000 round trips: %zu records kept, %llu written, %llu dropped (ring_full), %llu bad\n",
+	       log_.n, (unsigned long long)stats[HP_STAT_EVENTS], (unsigned long long)stats[HP_STAT_RING_FULL],
+	       (unsigned long long)capture_bad_records(c));
+	EXPECT(stats[HP_STAT_RING_FULL] > 0, "a 4 KiB ring under load must drop, and count it");
+	EXPECT(capture_bad_records(c) == 0, "every record that arrived parses");
+	EXPECT(log_.n == stats[HP_STAT_EVENTS], "records drained %zu == written %llu", log_.n,
+	       (unsigned long long)stats[HP_STAT_EVENTS]);
+	capture_free(c);
+	return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -458,6 +841,16 @@ int main(int argc, char **argv)
 		return test_fork();
 	if (!strcmp(argv[1], "preempt") && argc > 2)
 		return test_preempt(argv[2]);
+	if (!strcmp(argv[1], "pipe"))
+		return test_pipe();
+	if (!strcmp(argv[1], "migrate"))
+		return test_migrate();
+	if (!strcmp(argv[1], "sample"))
+		return test_sample();
+	if (!strcmp(argv[1], "hist"))
+		return test_hist();
+	if (!strcmp(argv[1], "tinyring"))
+		return test_tinyring();
 	fprintf(stderr, "unknown case %s\n", argv[1]);
 	return 2;
 }

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Stack addresses to names, at snapshot time (never on the capture path).
+ *
+ * Kernel: /proc/kallsyms, text symbols in one sorted array, reloaded when /proc/modules
+ * changes. User: per process, the executable mappings of /proc/PID/maps, each pointing at a
+ * symbol table read once per ELF file (.symtab, else .dynsym; from separate debug info when
+ * there is some) and shared by build-id; JIT code from /tmp/perf-PID.map. A process's
+ * mappings are noted while it lives (symbolizer_refresh_process) and kept until
+ * symbolizer_forget_process, so its frames resolve after it exits.
+ */
+#ifndef HOSTPROF_SYMBOLIZE_H
+#define HOSTPROF_SYMBOLIZE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct symbolizer;
+
+struct symbolizer *symbolizer_new(void); /* NULL + errno on failure */
+void symbolizer_free(struct symbolizer *s);
+
+/*
+ * Note pid's executable mappings now (on watch, and on its mmap/munmap/exec events), reading
+ * /proc/PID/maps and the ELF files through /proc/PID/root, so its frames resolve after it
+ * exits. Mappings that are gone from maps are kept as history (addresses that no current
+ * mapping covers still resolve through them). -ENOENT/-ESRCH: the process is gone, what was
+ * noted before stays.
+ */
+int symbolizer_refresh_process(struct symbolizer *s, uint32_t pid);
+/* Drop what only pid needed (called when its history has aged out). */
+void symbolizer_forget_process(struct symbolizer *s, uint32_t pid);
+
+struct sym_result {
+	const char *function;     /* NULL when unresolved; valid until symbolizer_free/forget */
+	uint64_t function_offset; /* addr - symbol start */
+	const char *module;       /* file path as mapped ("[kernel.kallsyms]" for the kernel,
+				     "[name]" for a kernel module), NULL if no mapping */
+	uint64_t module_offset;   /* file offset of addr within module (kernel, JIT: addr) */
+	const char *build_id;     /* hex, "" when none */
+	uint64_t map_start, map_limit, map_offset;
+	bool jit;                 /* from a perf map */
+	bool in_exec_mapping;     /* false: the address lies outside every executable mapping */
+};
+
+/*
+ * kernel = true for kernel addresses (pid ignored). Always fills ret; returns 1 if a function
+ * was found, 0 if not, -errno.
+ */
+int symbolizer_resolve(struct symbolizer *s, uint32_t pid, uint64_t addr, bool kernel,
+		       struct sym_result *ret);
+
+/* counts for the snapshot */
+void symbolizer_stats(const struct symbolizer *s, uint64_t *ret_resolved, uint64_t *ret_unresolved);
+
+struct symbolizer_info {
+	uint64_t resolved, unresolved;
+	uint64_t kernel_unresolved; /* of unresolved: kernel frames */
+	bool kernel_hidden;         /* kallsyms showed zeros (kptr_restrict, no CAP_SYSLOG) */
+	uint64_t kernel_symbols;
+	uint64_t kernel_loads;      /* kallsyms (re)loads */
+	uint64_t processes, mappings, elf_files;
+	uint64_t elf_failed;        /* files that could not be read or parsed */
+	uint64_t perfmap_rejected;  /* perf map lines that did not parse */
+	uint64_t bytes;             /* heap held by symbol tables and maps */
+};
+void symbolizer_info(const struct symbolizer *s, struct symbolizer_info *ret);
+
+/* Where separate debug info lives, "/usr/lib/debug" unless set (tests, configuration). */
+int symbolizer_set_debug_dir(struct symbolizer *s, const char *dir);
+/* Read kallsyms and modules from other files (tests). Takes effect on the next kernel resolve. */
+int symbolizer_set_kernel_files(struct symbolizer *s, const char *kallsyms, const char *modules);
+
+#endif
