@@ -18,6 +18,7 @@
 #include "hostprofd.h"
 #include "log.h"
 #include "macro.h"
+#include <systemd/sd-daemon.h>
 #include "symbolize.h"
 
 #define TICK_NS (100 * NSEC_PER_MSEC)
@@ -120,6 +121,8 @@ static int on_timer(struct io_source *src, uint32_t events)
 	if (r < 0)
 		log_warning_errno(r, "Failed to %s the syscall hooks: %m, ignoring",
 				  recorder_live_count(d->recorder) ? "attach" : "detach");
+	if (d->watchdog_ticks && d->ticks % d->watchdog_ticks == 0)
+		(void)sd_notify(0, "WATCHDOG=1");
 	if (++d->ticks % TICKS_PER_SEC)
 		return 0;
 
@@ -183,6 +186,13 @@ int loop_setup(struct daemon *d)
 	if (r < 0)
 		return r;
 
+	/* systemd's watchdog: ping at half of WatchdogSec, from the loop, so a stuck loop is caught */
+	{
+		uint64_t usec = 0;
+
+		if (sd_watchdog_enabled(0, &usec) > 0 && usec)
+			d->watchdog_ticks = MAX(usec * NSEC_PER_USEC / 2 / TICK_NS, (uint64_t)1);
+	}
 	d->timer_src.fd = timerfd_create(CLOCK_BOOTTIME, TFD_NONBLOCK | TFD_CLOEXEC);
 	if (d->timer_src.fd < 0)
 		return -errno;
