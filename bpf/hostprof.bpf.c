@@ -16,7 +16,9 @@
  *  - off-CPU intervals of at least offcpu_min_ns (blocked, not preempted), with state,
  *    waker and stacks;
  *  - on-CPU stack samples (a perf_event program, cpu-clock on every CPU).
- * With the --cpus mask, every switch on those CPUs is recorded too.
+ * With the --cpus mask, every switch on those CPUs is recorded too. And while a watched
+ * thread waits preempted on a CPU's runqueue, every switch on that CPU is recorded for
+ * its process: the tasks that ran there while it waited are named.
  *
  * Filters in the kernel: each hook returns after one hash lookup for tasks of
  * unwatched processes. A process enters `watched` when the daemon adds it, when a
@@ -99,6 +101,7 @@ struct {
 #define TASK_IN_SYSCALL 0x1
 #define TASK_USTACK_PENDING 0x2
 #define TASK_OFF_RUNNABLE 0x4 /* off the CPU preempted, not blocked */
+#define TASK_VICTIM 0x8       /* counted in victims[off_cpu].waiting */
 
 struct task {
 	__u64 off_ts;  /* switched out at */
@@ -111,7 +114,7 @@ struct task {
 	__u32 waker_tid;
 	__u32 waker_pid;
 	__u32 flags;
-	__u32 pad;
+	__u32 off_cpu; /* where it was switched out */
 	char waker_comm[HP_COMM_LEN];
 };
 
@@ -151,6 +154,35 @@ struct {
 	__type(key, __u32);
 	__type(value, struct scratch);
 } scratch SEC(".maps");
+
+/* Per CPU: watched threads preempted on it and waiting to run again, and the process of
+ * the latest one. While waiting > 0, every switch on the CPU is recorded. */
+struct victim {
+	__u32 waiting;
+	__u32 pid;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* one per possible CPU, set before load */
+	__type(key, __u32);
+	__type(value, struct victim);
+} victims SEC(".maps");
+
+/* A watched thread that waited on off_cpu runs again, or exits. */
+static __always_inline void victim_done(struct task *t)
+{
+	struct victim *v;
+	__u32 oc;
+
+	if (!(t->flags & TASK_VICTIM))
+		return;
+	t->flags &= ~TASK_VICTIM;
+	oc = t->off_cpu;
+	v = bpf_map_lookup_elem(&victims, &oc);
+	if (v && v->waiting)
+		__sync_fetch_and_add(&v->waiting, -1);
+}
 
 static const struct task zero_task;
 
@@ -380,9 +412,11 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 {
 	__u32 prev_pid = BPF_CORE_READ(prev, tgid), prev_tid = BPF_CORE_READ(prev, pid);
 	__u32 next_pid = BPF_CORE_READ(next, tgid), next_tid = BPF_CORE_READ(next, pid);
+	__u32 cpu = bpf_get_smp_processor_id(), victim_pid = 0;
 	__u64 now, wait = 0;
 	__u32 wait_kind = 0, state;
 	struct hp_switch *e;
+	struct victim *v;
 	struct task *t;
 	__u16 flags = 0;
 	void *ring;
@@ -391,8 +425,17 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 		flags |= HP_SW_PREV_WATCHED;
 	if (is_watched(next_pid))
 		flags |= HP_SW_NEXT_WATCHED;
-	if (!flags && !cpu_recorded(bpf_get_smp_processor_id()))
-		return 0;
+	v = bpf_map_lookup_elem(&victims, &cpu);
+	if (!flags) {
+		if (v && v->waiting) {
+			flags |= HP_SW_VICTIM_CPU;
+			victim_pid = v->pid;
+		}
+		if (cpu_recorded(cpu))
+			flags |= HP_SW_HOST_CPU;
+		if (!flags)
+			return 0;
+	}
 
 	now = bpf_ktime_get_boot_ns();
 	state = report_state(preempt, prev);
@@ -401,17 +444,29 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 		if (t) {
 			t->off_ts = now;
 			t->off_state = state;
+			t->off_cpu = cpu;
 			t->wake_ts = 0;
 			t->waker_tid = 0;
 			t->waker_pid = 0;
-			if (HP_STATE_RUNNABLE(state))
+			if (HP_STATE_RUNNABLE(state)) {
 				t->flags |= TASK_OFF_RUNNABLE;
-			else
+				/* it waits on this CPU's runqueue: record who runs here meanwhile */
+				if (v && !(t->flags & TASK_VICTIM)) {
+					__sync_fetch_and_add(&v->waiting, 1);
+					v->pid = prev_pid;
+					t->flags |= TASK_VICTIM;
+				}
+			} else {
 				t->flags &= ~TASK_OFF_RUNNABLE;
+			}
 		}
 	}
 	if (flags & HP_SW_NEXT_WATCHED) {
 		t = task_get(next_tid, false);
+		/* it waited on the CPU it was switched out on (if it migrated meanwhile, that
+		 * CPU's count is given back here all the same) */
+		if (t)
+			victim_done(t);
 		if (t && t->off_ts) {
 			if (t->flags & TASK_OFF_RUNNABLE) {
 				wait = now - t->off_ts;
@@ -443,7 +498,7 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 	e->flags = flags;
 	e->next_wait_ns = wait;
 	e->next_wait_kind = wait_kind;
-	e->pad = 0;
+	e->victim_pid = victim_pid;
 	BPF_CORE_READ_STR_INTO(&e->prev_comm, prev, comm);
 	BPF_CORE_READ_STR_INTO(&e->next_comm, next, comm);
 	ring_submit(ring, e);
@@ -595,10 +650,14 @@ static __always_inline int on_exit(struct task_struct *task)
 {
 	__u32 pid = BPF_CORE_READ(task, tgid), tid = BPF_CORE_READ(task, pid);
 	struct hp_exit *e;
+	struct task *t;
 	void *ring;
 
 	if (!is_watched(pid))
 		return 0;
+	t = task_get(tid, false);
+	if (t)
+		victim_done(t);
 	bpf_map_delete_elem(&tasks, &tid);
 	e = ring_reserve(&ring, sizeof(*e), HP_EV_EXIT, bpf_ktime_get_boot_ns());
 	if (!e)

@@ -57,6 +57,8 @@ struct hp_hdr {
 /* hp_switch.flags: which side of the switch is a watched process */
 #define HP_SW_PREV_WATCHED 0x1
 #define HP_SW_NEXT_WATCHED 0x2
+#define HP_SW_VICTIM_CPU 0x4 /* neither side watched: a watched thread waits on this CPU (victim_pid) */
+#define HP_SW_HOST_CPU 0x8   /* a --cpus CPU */
 
 struct hp_switch {
 	struct hp_hdr hdr;
@@ -74,7 +76,7 @@ struct hp_switch {
 	char next_comm[HP_COMM_LEN];
 	__u64 next_wait_ns;  /* next's time on the runqueue before this switch, 0: not known */
 	__u32 next_wait_kind; /* HP_WAIT_* */
-	__u32 pad;
+	__u32 victim_pid;     /* HP_SW_VICTIM_CPU: the watched process whose thread waits here */
 };
 
 #define HP_WAIT_WAKEUP 1  /* from its wakeup (sched_waking) */

@@ -349,6 +349,9 @@ int capture_new(const struct capture_opts *opts, capture_record_fn fn, void *ud,
 	r = bpf_map__set_max_entries(c->skel->maps.rings, c->nr_cpus);
 	if (r < 0)
 		goto fail;
+	r = bpf_map__set_max_entries(c->skel->maps.victims, c->nr_cpus);
+	if (r < 0)
+		goto fail;
 	r = create_rings(c, ring_bytes);
 	if (r < 0)
 		goto fail;

@@ -407,8 +407,14 @@ void recorder_append(struct recorder *rec, const struct hp_hdr *hdr)
 		const struct hp_switch *e = (const void *)hdr;
 
 		if (!(e->flags & (HP_SW_PREV_WATCHED | HP_SW_NEXT_WATCHED))) {
+			/* who ran on the CPU where a watched thread waited: kept with its process */
+			if (e->flags & HP_SW_VICTIM_CPU) {
+				p = pidmap_get(&rec->live, e->victim_pid);
+				if (p)
+					append_to(rec, p, hdr);
+			}
 			/* --cpus: a switch on a recorded CPU between unwatched tasks */
-			if (rec->host)
+			if ((e->flags & HP_SW_HOST_CPU) && rec->host)
 				append_to(rec, rec->host, hdr);
 			break;
 		}
