@@ -20,6 +20,7 @@
 
 #include "duration.h"
 #include "export.h"
+#include "formats.h"
 #include "framing.h"
 #include "hps.h"
 #include "jsonw.h"
@@ -40,13 +41,23 @@ static const char usage_text[] =
 	"Commands:\n"
 	"  status                              daemon version, uptime, watched processes,\n"
 	"                                      event rate, drops by cause, memory\n"
+	"  watch --pid N | --thread GLOB       start watching a process, or processes with\n"
+	"                                      a thread of that name (root)\n"
+	"  unwatch --pid N | --thread GLOB     stop (the history stays for the window)\n"
 	"  snapshot --pid N [--window DUR] [--format F[,F...]|all] [-o PATH]\n"
 	"                                      save the recorded history of process N\n"
 	"                                      (default: all of it, perfetto,\n"
 	"                                      ./hostprof-<pid>-<UTC time>.<ext>)\n"
+	"  snapshots                           automatic snapshots, newest first, with why\n"
+	"  fetch NAME [--format F] [-o PREFIX] one automatic snapshot (default hps,perfetto,report)\n"
+	"  report FILE.hps                     the diagnosis of a saved snapshot (--json)\n"
+	"  export FILE.hps --format F [-o OUT] convert a saved snapshot\n"
 	"\n"
-	"Formats: perfetto (.pftrace, opens in ui.perfetto.dev), hps (.hps, the canonical\n"
-	"snapshot), all.\n"
+	"Formats: perfetto (.pftrace, ui.perfetto.dev), json (.json, Chrome trace,\n"
+	"perf-trace-viewer's view), folded (.oncpu.folded, .offcpu.folded: FlameGraph),\n"
+	"pprof (.pb.gz: go tool pprof), svg (.oncpu.svg, .offcpu.svg: flame graphs),\n"
+	"report (.txt), report-json (.report.json), hps (.hps, the canonical snapshot), all.\n"
+	"-o names the file when the formats make one file, else it is a prefix.\n"
 	"\n"
 	"Options:\n"
 	"  --socket PATH   control socket (default $HOSTPROF_SOCKET, else " HP_DEFAULT_SOCKET ")\n"
@@ -367,7 +378,7 @@ static int parse_common(int argc, char **argv, const struct option *own, int (*o
 				shortopts[k++] = ':';
 		}
 	}
-	optind = 1;
+	optind = 0; /* 0, not 1: glibc then forgets the "+" (no permuting) of main's scan */
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, shortopts, opts, NULL)) != -1) {
 		switch (opt) {
@@ -387,64 +398,44 @@ static int parse_common(int argc, char **argv, const struct option *own, int (*o
 				return r;
 		}
 	}
-	if (optind < argc)
-		return usage_error("%s: unexpected argument '%s'", argv[0], argv[optind]);
 	return 0;
 }
 
-/* --format values: what this client can write, and the file each makes */
-struct format {
-	const char *name;
-	const char *ext;
-};
-
-static const struct format formats[] = {
-	{ "perfetto", ".pftrace" },
-	{ "hps", ".hps" },
-};
-
-#define N_FORMATS ARRAY_SIZE(formats)
-
-/* Formats of SPEC §5 that this version does not write yet */
-static const char *const later_formats[] = { "json", "folded", "pprof", "svg", "report", "report-json" };
-
-static int parse_formats(const char *arg, bool ret[N_FORMATS])
+/* One request, one reply of the expected kind (or an Error): the exit status. */
+static int simple_request(Hostprof__Request *req, Hostprof__Response__BodyCase want, Hostprof__Response **ret)
 {
-	_cleanup_free_ char *copy = strdup(arg);
-	char *save = NULL;
-	bool any = false;
+	struct conn c = { .fd = -1 };
+	Hostprof__Response *resp = NULL;
+	int r;
 
-	if (!copy)
-		return -ENOMEM;
-	for (char *f = strtok_r(copy, ",", &save); f; f = strtok_r(NULL, ",", &save)) {
-		bool known = false;
-
-		if (!strcmp(f, "all")) {
-			for (size_t i = 0; i < N_FORMATS; i++)
-				ret[i] = true;
-			any = true;
-			continue;
-		}
-		for (size_t i = 0; i < N_FORMATS; i++)
-			if (!strcmp(f, formats[i].name)) {
-				ret[i] = known = any = true;
-			}
-		if (known)
-			continue;
-		for (size_t i = 0; i < ARRAY_SIZE(later_formats); i++)
-			if (!strcmp(f, later_formats[i]))
-				return usage_error("format '%s' is not available in hostprofctl %s yet; "
-						   "available: perfetto, hps, all",
-						   f, HOSTPROF_VERSION);
-		return usage_error("unknown format '%s'; available: perfetto, hps, all", f);
+	r = conn_open(&c);
+	if (r)
+		goto out;
+	r = conn_request(&c, req);
+	if (r)
+		goto out;
+	r = conn_recv(&c, &resp);
+	if (r < 0) {
+		r = transport_error(r);
+		goto out;
 	}
-	if (!any)
-		return usage_error("--format needs at least one format");
-	return 0;
+	if (resp->body_case == HOSTPROF__RESPONSE__BODY_ERROR)
+		r = report_error(resp->error);
+	else if (resp->body_case != want)
+		r = fail(EXIT_FAILURE, "hostprofd sent an unexpected reply");
+	else
+		r = 0;
+	if (r == 0)
+		*ret = TAKE_PTR(resp);
+out:
+	if (resp)
+		hostprof__response__free_unpacked(resp, NULL);
+	conn_close(&c);
+	return r;
 }
 
-/* Receive the chunks of a snapshot up to its end message. */
-static int recv_snapshot(struct conn *c, struct hp_buf *data, uint64_t *ret_events)
+/* Receive the chunks of a snapshot up to its end message: 0 when complete. */
+static int recv_stream(struct conn *c, struct hp_buf *data, uint64_t *ret_events)
 {
 	for (;;) {
 		Hostprof__Response *resp;
@@ -466,7 +457,7 @@ static int recv_snapshot(struct conn *c, struct hp_buf *data, uint64_t *ret_even
 					      hp_buf_pending(data), resp->end->bytes);
 			*ret_events = resp->end->events;
 			hostprof__response__free_unpacked(resp, NULL);
-			return status ? status : -1; /* -1: complete */
+			return status;
 		case HOSTPROF__RESPONSE__BODY_ERROR:
 			status = report_error(resp->error);
 			break;
@@ -479,162 +470,369 @@ static int recv_snapshot(struct conn *c, struct hp_buf *data, uint64_t *ret_even
 	}
 }
 
-/* Write through a temporary file and rename it into place, so no partial file is left. */
-static int write_output(const char *path, const Hostprof__Snapshot *snap, const uint8_t *raw, size_t raw_len,
-			const struct format *f)
+/* A request that answers with a snapshot stream: the .hps bytes, parsed. */
+static int stream_request(Hostprof__Request *req, struct hp_buf *data, Hostprof__Snapshot **ret_snap,
+			  uint64_t *ret_events)
 {
-	_cleanup_free_ char *tmp = NULL;
-	FILE *out;
-	int r = 0;
+	struct conn c = { .fd = -1 };
+	int r;
 
-	if (asprintf(&tmp, "%s.tmp%d", path, getpid()) < 0)
-		return fail(EXIT_FAILURE, "out of memory");
-	out = fopen(tmp, "we");
-	if (!out)
-		return fail(EXIT_FAILURE, "cannot write %s: %m", tmp);
-	if (!strcmp(f->name, "hps"))
-		r = fwrite(raw, 1, raw_len, out) == raw_len ? 0 : -errno;
-	else
-		r = snapshot_export_perfetto(snap, out);
-	if (fclose(out) != 0 && r == 0)
-		r = -errno;
-	if (r == 0 && rename(tmp, path) < 0)
-		r = -errno;
-	if (r < 0) {
-		unlink(tmp);
-		return fail(EXIT_FAILURE, "cannot write %s: %s", path, strerror(-r));
-	}
+	r = conn_open(&c);
+	if (!r)
+		r = conn_request(&c, req);
+	if (!r)
+		r = recv_stream(&c, data, ret_events);
+	conn_close(&c);
+	if (r)
+		return r;
+	if (hps_unpack(data->data + data->off, hp_buf_pending(data), ret_snap) < 0)
+		return fail(EXIT_FAILURE, "hostprofd sent a snapshot that does not parse");
 	return 0;
 }
 
-static struct {
-	uint64_t pid, window;
-	bool want[N_FORMATS], any_format;
-	const char *output;
-} snap_args;
-
-static int on_snapshot_opt(int opt, const char *arg)
+static int parse_format_arg(const char *arg, unsigned *ret_mask)
 {
+	_cleanup_free_ char *bad = NULL;
+	int r = formats_parse(arg, ret_mask, &bad);
+
+	if (r == -EINVAL)
+		return usage_error("unknown format '%s'; formats: perfetto, json, folded, pprof, svg, report, "
+				   "report-json, hps, all",
+				   bad ? bad : arg);
+	if (r < 0)
+		return fail(EXIT_FAILURE, "out of memory");
+	return 0;
+}
+
+/* Write the formats and print each file's path; output NULL: the default prefix. */
+static int write_formats(const Hostprof__Snapshot *snap, const uint8_t *raw, size_t raw_len, unsigned mask,
+			 const char *output, const char *default_prefix)
+{
+	struct formats_out out = {};
 	int r;
 
+	r = formats_write(snap, raw, raw_len, mask, output ? output : default_prefix, !output, 0644, &out);
+	if (r < 0)
+		return fail(EXIT_FAILURE, "cannot write %s: %s", output ? output : default_prefix, strerror(-r));
+	for (size_t i = 0; i < out.n; i++)
+		printf("%s\n", out.paths[i]);
+	formats_out_free(&out);
+	return 0;
+}
+
+static void print_summary(const Hostprof__Snapshot *snap, uint64_t events)
+{
+	struct preempt_summary sum;
+	char line[256];
+
+	fprintf(stderr, "pid %u: %" PRIu64 " events over %.3f s, %zu threads\n", snap->pid, events,
+		(double)(snap->end_ns - snap->start_ns) / NSEC_PER_SEC, snap->n_threads);
+	if (report_preemptions(snap, "acl_thread", &sum) == 0 && sum.threads) {
+		report_preemptions_line(&sum, "acl_thread", line, sizeof(line));
+		fprintf(stderr, "%s\n", line);
+	}
+}
+
+static const char *utc_stamp(char *buf, size_t len)
+{
+	time_t now = time(NULL);
+	struct tm tm;
+
+	gmtime_r(&now, &tm);
+	strftime(buf, len, "%Y%m%dT%H%M%SZ", &tm);
+	return buf;
+}
+
+/* Options of the commands that take them; one set, since each takes a few. */
+static struct {
+	uint64_t pid, window;
+	unsigned formats;
+	const char *output, *thread;
+	bool has_pid;
+} args;
+
+static int on_opt(int opt, const char *arg)
+{
 	switch (opt) {
 	case 'p':
-		if (parse_uint(arg, INT32_MAX, &snap_args.pid) < 0 || snap_args.pid == 0)
+		if (parse_uint(arg, INT32_MAX, &args.pid) < 0 || args.pid == 0)
 			return usage_error("--pid needs a process id, not '%s'", arg);
+		args.has_pid = true;
 		return 0;
 	case 'w':
-		if (parse_duration(arg, &snap_args.window) < 0 || snap_args.window == 0)
+		if (parse_duration(arg, &args.window) < 0 || args.window == 0)
 			return usage_error("--window needs a duration like 500ms, 5s or 2m, not '%s'", arg);
 		return 0;
 	case 'f':
-		r = parse_formats(arg, snap_args.want);
-		snap_args.any_format = true;
-		return r;
+		return parse_format_arg(arg, &args.formats);
 	case 'o':
-		snap_args.output = arg;
+		args.output = arg;
+		return 0;
+	case 't':
+		args.thread = arg;
 		return 0;
 	}
 	return EXIT_USAGE;
 }
 
+static const struct option cmd_opts[] = {
+	{ "pid", required_argument, NULL, 'p' },
+	{ "window", required_argument, NULL, 'w' },
+	{ "format", required_argument, NULL, 'f' },
+	{ "output", required_argument, NULL, 'o' },
+	{ "thread", required_argument, NULL, 't' },
+	{},
+};
+
+/* parse_common, then only the options this command takes */
+static int parse_args(int argc, char **argv, const char *allowed, int nargs, char **ret_arg)
+{
+	int r;
+
+	args = (typeof(args)){};
+	r = parse_common(argc, argv, cmd_opts, on_opt);
+	if (r)
+		return r;
+	if ((args.has_pid && !strchr(allowed, 'p')) || (args.window && !strchr(allowed, 'w')) ||
+	    (args.formats && !strchr(allowed, 'f')) || (args.output && !strchr(allowed, 'o')) ||
+	    (args.thread && !strchr(allowed, 't')))
+		return usage_error("%s does not take that option; see hostprofctl --help", argv[0]);
+	if (nargs == 0 && ret_arg)
+		*ret_arg = NULL;
+	return 0;
+}
+
 static int cmd_snapshot(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "window", required_argument, NULL, 'w' },
-		{ "format", required_argument, NULL, 'f' },
-		{ "output", required_argument, NULL, 'o' },
-		{},
-	};
 	Hostprof__Request req = HOSTPROF__REQUEST__INIT;
 	Hostprof__SnapshotRequest sreq = HOSTPROF__SNAPSHOT_REQUEST__INIT;
 	Hostprof__Snapshot *snap = NULL;
-	bool *want = snap_args.want;
-	const char *output;
 	struct hp_buf data = {};
-	uint64_t pid, window, events = 0;
-	char prefix[128];
-	size_t nfiles = 0;
-	struct conn c = { .fd = -1 };
+	uint64_t events = 0;
+	char prefix[128], stamp[32];
 	int r;
 
-	r = parse_common(argc, argv, opts, on_snapshot_opt);
+	r = parse_args(argc, argv, "pwfo", 0, NULL);
 	if (r)
 		return r;
-	pid = snap_args.pid;
-	window = snap_args.window;
-	output = snap_args.output;
-	if (!snap_args.any_format)
-		want[0] = true; /* perfetto */
-	if (!pid)
+	if (!args.has_pid)
 		return usage_error("snapshot needs --pid N");
-	for (size_t i = 0; i < N_FORMATS; i++)
-		nfiles += want[i];
-
-	r = conn_open(&c);
-	if (r)
-		goto out;
-	sreq.pid = pid;
-	sreq.has_window_ns = window != 0;
-	sreq.window_ns = window;
+	if (!args.formats)
+		args.formats = 1u << FMT_PERFETTO;
+	sreq.pid = args.pid;
+	sreq.has_window_ns = args.window != 0;
+	sreq.window_ns = args.window;
 	req.body_case = HOSTPROF__REQUEST__BODY_SNAPSHOT;
 	req.snapshot = &sreq;
-	r = conn_request(&c, &req);
+	r = stream_request(&req, &data, &snap, &events);
 	if (r)
 		goto out;
-	r = recv_snapshot(&c, &data, &events);
-	if (r != -1)
-		goto out;
-	r = hps_unpack(data.data + data.off, hp_buf_pending(&data), &snap);
-	if (r < 0) {
-		r = fail(EXIT_FAILURE, "hostprofd sent a snapshot that does not parse");
-		goto out;
-	}
-
-	if (!output) {
-		time_t now = time(NULL);
-		struct tm tm;
-
-		gmtime_r(&now, &tm);
-		snprintf(prefix, sizeof(prefix), "hostprof-%" PRIu64 "-%04d%02d%02dT%02d%02d%02dZ", pid,
-			 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
-	}
-	for (size_t i = 0; i < N_FORMATS; i++) {
-		_cleanup_free_ char *path = NULL;
-
-		if (!want[i])
-			continue;
-		/* -o names the file when there is one, else it is a prefix */
-		if (output && nfiles == 1)
-			path = strdup(output);
-		else if (asprintf(&path, "%s%s", output ? output : prefix, formats[i].ext) < 0)
-			path = NULL;
-		if (!path) {
-			r = fail(EXIT_FAILURE, "out of memory");
-			goto out;
-		}
-		r = write_output(path, snap, data.data + data.off, hp_buf_pending(&data), &formats[i]);
-		if (r)
-			goto out;
-		printf("%s\n", path);
-	}
-	fprintf(stderr, "pid %" PRIu64 ": %" PRIu64 " sched_switch events over %.3f s, %zu threads\n", pid,
-		events, (double)(snap->end_ns - snap->start_ns) / NSEC_PER_SEC, snap->n_threads);
-	{
-		struct preempt_summary sum;
-		char line[256];
-
-		if (report_preemptions(snap, "acl_thread", &sum) == 0 && sum.threads) {
-			report_preemptions_line(&sum, "acl_thread", line, sizeof(line));
-			fprintf(stderr, "%s\n", line);
-		}
-	}
-	r = 0;
+	snprintf(prefix, sizeof(prefix), "hostprof-%" PRIu64 "-%s", args.pid, utc_stamp(stamp, sizeof(stamp)));
+	r = write_formats(snap, data.data + data.off, hp_buf_pending(&data), args.formats, args.output, prefix);
+	if (!r)
+		print_summary(snap, events);
 out:
 	hps_free(snap);
 	hp_buf_free(&data);
-	conn_close(&c);
 	return r;
+}
+
+static int cmd_fetch(int argc, char **argv)
+{
+	Hostprof__Request req = HOSTPROF__REQUEST__INIT;
+	Hostprof__FetchRequest freq = HOSTPROF__FETCH_REQUEST__INIT;
+	Hostprof__Snapshot *snap = NULL;
+	struct hp_buf data = {};
+	uint64_t events = 0;
+	int r;
+
+	r = parse_args(argc, argv, "fo", 0, NULL);
+	if (r)
+		return r;
+	if (optind != argc - 1)
+		return usage_error("fetch NAME [-o PREFIX] [--format F]: one name from `hostprofctl snapshots`");
+	if (!args.formats)
+		args.formats = 1u << FMT_HPS | 1u << FMT_PERFETTO | 1u << FMT_REPORT;
+	freq.name = argv[optind];
+	req.body_case = HOSTPROF__REQUEST__BODY_FETCH;
+	req.fetch = &freq;
+	r = stream_request(&req, &data, &snap, &events);
+	if (!r)
+		r = write_formats(snap, data.data + data.off, hp_buf_pending(&data), args.formats,
+				  args.output, argv[optind]);
+	hps_free(snap);
+	hp_buf_free(&data);
+	return r;
+}
+
+/* A .hps file: its bytes and the parsed snapshot. */
+static int read_hps(const char *path, struct hp_buf *data, Hostprof__Snapshot **ret)
+{
+	FILE *f = fopen(path, "re");
+	uint8_t buf[65536];
+	size_t n;
+	int r;
+
+	if (!f)
+		return fail(EXIT_FAILURE, "cannot read %s: %m", path);
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+		if (hp_buf_pending(data) + n > HPS_MAX_FILE || hp_buf_append(data, buf, n) < 0) {
+			fclose(f);
+			return fail(EXIT_FAILURE, "%s: too large", path);
+		}
+	r = ferror(f) ? -EIO : 0;
+	fclose(f);
+	if (r < 0)
+		return fail(EXIT_FAILURE, "cannot read %s: %s", path, strerror(-r));
+	if (hps_unpack(data->data + data->off, hp_buf_pending(data), ret) < 0)
+		return fail(EXIT_FAILURE, "%s is not a hostprof snapshot (.hps), or it is damaged", path);
+	return 0;
+}
+
+static int cmd_report(int argc, char **argv)
+{
+	Hostprof__Snapshot *snap = NULL;
+	struct hp_buf data = {};
+	int r;
+
+	r = parse_args(argc, argv, "", 0, NULL);
+	if (r)
+		return r;
+	if (optind != argc - 1)
+		return usage_error("report FILE.hps [--json]");
+	r = read_hps(argv[optind], &data, &snap);
+	if (!r) {
+		r = arg_json ? snapshot_report_json(snap, stdout) : snapshot_report_text(snap, stdout);
+		r = r < 0 ? fail(EXIT_FAILURE, "cannot write the report: %s", strerror(-r)) : 0;
+	}
+	hps_free(snap);
+	hp_buf_free(&data);
+	return r;
+}
+
+static int cmd_export(int argc, char **argv)
+{
+	Hostprof__Snapshot *snap = NULL;
+	struct hp_buf data = {};
+	_cleanup_free_ char *prefix = NULL;
+	const char *file;
+	size_t len;
+	int r;
+
+	r = parse_args(argc, argv, "fo", 0, NULL);
+	if (r)
+		return r;
+	if (optind != argc - 1 || !args.formats)
+		return usage_error("export FILE.hps --format F[,F...]|all [-o OUT]");
+	file = argv[optind];
+	len = strlen(file);
+	prefix = len > 4 && !strcmp(file + len - 4, ".hps") ? strndup(file, len - 4) : strdup(file);
+	if (!prefix)
+		return fail(EXIT_FAILURE, "out of memory");
+	r = read_hps(file, &data, &snap);
+	if (!r)
+		r = write_formats(snap, data.data + data.off, hp_buf_pending(&data), args.formats, args.output, prefix);
+	hps_free(snap);
+	hp_buf_free(&data);
+	return r;
+}
+
+static int cmd_watch(int argc, char **argv, bool watch)
+{
+	Hostprof__Request req = HOSTPROF__REQUEST__INIT;
+	Hostprof__WatchRequest w = HOSTPROF__WATCH_REQUEST__INIT;
+	Hostprof__UnwatchRequest u = HOSTPROF__UNWATCH_REQUEST__INIT;
+	Hostprof__Response *resp = NULL;
+	int r;
+
+	r = parse_args(argc, argv, "pt", 0, NULL);
+	if (r)
+		return r;
+	if (args.has_pid == !!args.thread)
+		return usage_error("%s needs --pid N or --thread GLOB", argv[0]);
+	if (watch) {
+		w.has_pid = args.has_pid;
+		w.pid = args.pid;
+		w.thread = (char *)args.thread;
+		req.body_case = HOSTPROF__REQUEST__BODY_WATCH;
+		req.watch = &w;
+	} else {
+		u.has_pid = args.has_pid;
+		u.pid = args.pid;
+		u.thread = (char *)args.thread;
+		req.body_case = HOSTPROF__REQUEST__BODY_UNWATCH;
+		req.unwatch = &u;
+	}
+	r = simple_request(&req, HOSTPROF__RESPONSE__BODY_ACK, &resp);
+	if (r)
+		return r;
+	printf("%s\n", resp->ack->message ? resp->ack->message : "ok");
+	hostprof__response__free_unpacked(resp, NULL);
+	return 0;
+}
+
+static int cmd_snapshots(int argc, char **argv)
+{
+	Hostprof__Request req = HOSTPROF__REQUEST__INIT;
+	Hostprof__SnapshotsRequest sreq = HOSTPROF__SNAPSHOTS_REQUEST__INIT;
+	Hostprof__Response *resp = NULL;
+	const Hostprof__SnapshotList *l;
+	int r;
+
+	r = parse_args(argc, argv, "", 0, NULL);
+	if (r)
+		return r;
+	if (optind != argc)
+		return usage_error("snapshots takes no arguments");
+	req.body_case = HOSTPROF__REQUEST__BODY_SNAPSHOTS;
+	req.snapshots = &sreq;
+	r = simple_request(&req, HOSTPROF__RESPONSE__BODY_SNAPSHOT_LIST, &resp);
+	if (r)
+		return r;
+	l = resp->snapshot_list;
+	if (arg_json) {
+		struct jsonw *j = jsonw_new(stdout);
+
+		jsonw_begin_object(j);
+		jsonw_string_field(j, "dir", l->dir ? l->dir : "");
+		jsonw_name(j, "snapshots");
+		jsonw_begin_array(j);
+		for (size_t i = 0; i < l->n_entries; i++) {
+			const Hostprof__SnapshotEntry *e = l->entries[i];
+
+			jsonw_begin_object(j);
+			jsonw_string_field(j, "name", e->name ? e->name : "");
+			jsonw_uint_field(j, "pid", e->pid);
+			jsonw_string_field(j, "trigger", e->trigger ? e->trigger : "");
+			jsonw_uint_field(j, "realtime_ns", e->realtime_ns);
+			jsonw_uint_field(j, "bytes", e->bytes);
+			jsonw_uint_field(j, "uid", e->uid);
+			jsonw_name(j, "files");
+			jsonw_begin_array(j);
+			for (size_t k = 0; k < e->n_files; k++)
+				jsonw_string(j, e->files[k]);
+			jsonw_end_array(j);
+			jsonw_string_field(j, "summary", e->summary ? e->summary : "");
+			jsonw_end_object(j);
+		}
+		jsonw_end_array(j);
+		jsonw_end_object(j);
+		jsonw_free(j);
+		putchar('\n');
+	} else if (!l->n_entries) {
+		printf("no automatic snapshots in %s\n", l->dir ? l->dir : "the snapshot directory");
+	} else {
+		printf("%-40s %-8s %-14s %9s  %s\n", "NAME", "PID", "TRIGGER", "SIZE", "WHY");
+		for (size_t i = 0; i < l->n_entries; i++) {
+			const Hostprof__SnapshotEntry *e = l->entries[i];
+			char size[32];
+
+			printf("%-40s %-8u %-14s %9s  %s\n", e->name, e->pid, e->trigger,
+			       human_bytes(e->bytes, size, sizeof(size)), e->summary && *e->summary ? e->summary : "-");
+		}
+	}
+	hostprof__response__free_unpacked(resp, NULL);
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -675,5 +873,17 @@ int main(int argc, char **argv)
 		return cmd_status(argc, argv);
 	if (!strcmp(argv[0], "snapshot"))
 		return cmd_snapshot(argc, argv);
+	if (!strcmp(argv[0], "watch"))
+		return cmd_watch(argc, argv, true);
+	if (!strcmp(argv[0], "unwatch"))
+		return cmd_watch(argc, argv, false);
+	if (!strcmp(argv[0], "snapshots"))
+		return cmd_snapshots(argc, argv);
+	if (!strcmp(argv[0], "fetch"))
+		return cmd_fetch(argc, argv);
+	if (!strcmp(argv[0], "report"))
+		return cmd_report(argc, argv);
+	if (!strcmp(argv[0], "export"))
+		return cmd_export(argc, argv);
 	return usage_error("unknown command '%s'", argv[0]);
 }

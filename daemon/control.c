@@ -196,7 +196,7 @@ static void handle_status(struct client *cl)
 		wp[nw].events = p->events;
 		wp[nw].bytes = p->bytes;
 		wp[nw].exited = p->exit_ns != 0;
-		wp[nw].why = p->why;
+		wp[nw].why = p->unwatched ? "unwatched" : p->why;
 		wpp[nw] = &wp[nw];
 		nw++;
 	}
@@ -273,6 +273,199 @@ static void handle_snapshot(struct client *cl, const Hostprof__SnapshotRequest *
 		 cl->snap_len, (unsigned long long)cl->snap_events);
 }
 
+static void send_ack(struct client *cl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void send_ack(struct client *cl, const char *fmt, ...)
+{
+	Hostprof__Response resp = HOSTPROF__RESPONSE__INIT;
+	Hostprof__Ack ack = HOSTPROF__ACK__INIT;
+	char msg[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	ack.message = msg;
+	resp.body_case = HOSTPROF__RESPONSE__BODY_ACK;
+	resp.ack = &ack;
+	log_info("uid %u: %s", cl->cred.uid, msg);
+	(void)send_response(cl, &resp);
+}
+
+/* Thread patterns watch every user's processes: only root may change them. */
+static bool may_change_globs(struct client *cl, const char *glob)
+{
+	if (cl->cred.uid == 0)
+		return true;
+	(void)send_error(cl, HOSTPROF__ERROR__CODE__DENIED,
+			 "only root may change thread patterns (%s): they watch every user's processes", glob);
+	return false;
+}
+
+static void handle_watch(struct client *cl, const Hostprof__WatchRequest *req)
+{
+	struct daemon *d = cl->ctl->d;
+	struct proc_info info;
+	int r;
+
+	if (req->thread) {
+		if (!may_change_globs(cl, req->thread))
+			return;
+		r = daemon_add_glob(d, req->thread);
+		if (r == -EINVAL || r == -E2BIG)
+			(void)send_error(cl, HOSTPROF__ERROR__CODE__BAD_REQUEST,
+					 r == -EINVAL ? "a thread pattern has 1 to 15 characters: '%s'"
+						      : "at most 8 thread patterns: '%s' is one too many",
+					 req->thread);
+		else if (r < 0)
+			(void)send_error(cl, HOSTPROF__ERROR__CODE__INTERNAL, "failed to add '%s': %s", req->thread,
+					 strerror(-r));
+		else
+			send_ack(cl, "watching processes with a thread named %s (until the next reload)", req->thread);
+		return;
+	}
+	if (!req->has_pid || req->pid == 0) {
+		(void)send_error(cl, HOSTPROF__ERROR__CODE__BAD_REQUEST, "watch needs a pid or a thread pattern");
+		return;
+	}
+	r = proc_read_info(req->pid, &info);
+	if (r < 0) {
+		(void)send_error(cl, HOSTPROF__ERROR__CODE__NOT_FOUND, "no process with pid %u", req->pid);
+		return;
+	}
+	if (cl->cred.uid != 0 && (info.uid != cl->cred.uid || info.euid != cl->cred.uid)) {
+		(void)send_error(cl, HOSTPROF__ERROR__CODE__DENIED,
+				 "pid %u belongs to uid %u: only root or its owner may watch it", req->pid, info.uid);
+		return;
+	}
+	if (recorder_find_live(d->recorder, req->pid)) {
+		send_ack(cl, "pid %u (%s) is watched already", req->pid, info.comm);
+		return;
+	}
+	r = daemon_watch_pid(d, req->pid, HP_WATCH_PID);
+	if (r < 0)
+		(void)send_error(cl, r == -ENOENT ? HOSTPROF__ERROR__CODE__NOT_FOUND : HOSTPROF__ERROR__CODE__INTERNAL,
+				 "failed to watch pid %u: %s", req->pid, strerror(-r));
+	else
+		send_ack(cl, "watching pid %u (%s)", req->pid, info.comm);
+}
+
+static void handle_unwatch(struct client *cl, const Hostprof__UnwatchRequest *req)
+{
+	struct daemon *d = cl->ctl->d;
+	struct proc_rec *p;
+	int r;
+
+	if (req->thread) {
+		if (!may_change_globs(cl, req->thread))
+			return;
+		r = daemon_remove_glob(d, req->thread);
+		if (r == -ENOENT)
+			(void)send_error(cl, HOSTPROF__ERROR__CODE__NOT_FOUND, "'%s' is not a watched thread pattern",
+					 req->thread);
+		else if (r < 0)
+			(void)send_error(cl, HOSTPROF__ERROR__CODE__INTERNAL, "failed to drop '%s': %s", req->thread,
+					 strerror(-r));
+		else
+			send_ack(cl, "no longer watching new threads named %s (processes watched stay)", req->thread);
+		return;
+	}
+	if (!req->has_pid || req->pid == 0) {
+		(void)send_error(cl, HOSTPROF__ERROR__CODE__BAD_REQUEST, "unwatch needs a pid or a thread pattern");
+		return;
+	}
+	p = recorder_find_live(d->recorder, req->pid);
+	if (!p) {
+		(void)send_error(cl, HOSTPROF__ERROR__CODE__NOT_FOUND, "pid %u is not watched", req->pid);
+		return;
+	}
+	if (!may_see(cl, p)) {
+		(void)send_error(cl, HOSTPROF__ERROR__CODE__DENIED,
+				 "pid %u belongs to uid %u: only root or its owner may unwatch it", req->pid, p->info.uid);
+		return;
+	}
+	recorder_stop(d->recorder, p, now_boottime_ns());
+	daemon_process_gone(d, p);
+	send_ack(cl, "stopped watching pid %u (%s); its history stays for the window", req->pid, p->info.comm);
+}
+
+static bool may_see_entry(const struct client *cl, const struct snap_entry *e)
+{
+	return cl->cred.uid == 0 || e->uid == cl->cred.uid;
+}
+
+static void handle_snapshots(struct client *cl)
+{
+	struct daemon *d = cl->ctl->d;
+	struct snapstore *st = daemon_snapstore(d);
+	Hostprof__Response resp = HOSTPROF__RESPONSE__INIT;
+	Hostprof__SnapshotList list = HOSTPROF__SNAPSHOT_LIST__INIT;
+	size_t n = st ? snapstore_count(st) : 0, k = 0;
+	_cleanup_free_ Hostprof__SnapshotEntry *v = calloc(MAX(n, (size_t)1), sizeof(*v));
+	_cleanup_free_ Hostprof__SnapshotEntry **pv = calloc(MAX(n, (size_t)1), sizeof(*pv));
+
+	if (!v || !pv) {
+		(void)send_error(cl, HOSTPROF__ERROR__CODE__INTERNAL, "out of memory");
+		return;
+	}
+	for (size_t i = n; i-- > 0;) { /* newest first */
+		const struct snap_entry *e = snapstore_at(st, i);
+
+		if (!may_see_entry(cl, e))
+			continue;
+		hostprof__snapshot_entry__init(&v[k]);
+		v[k].name = (char *)e->name;
+		v[k].has_pid = v[k].has_realtime_ns = v[k].has_bytes = v[k].has_uid = true;
+		v[k].pid = e->pid;
+		v[k].trigger = (char *)e->trigger;
+		v[k].realtime_ns = e->realtime_ns;
+		v[k].bytes = e->bytes;
+		v[k].files = (char **)e->exts;
+		v[k].n_files = e->n_exts;
+		v[k].summary = (char *)e->summary;
+		v[k].uid = e->uid;
+		pv[k] = &v[k];
+		k++;
+	}
+	list.entries = pv;
+	list.n_entries = k;
+	list.dir = st ? (char *)snapstore_dir(st) : (char *)d->settings.snapshot_dir;
+	resp.body_case = HOSTPROF__RESPONSE__BODY_SNAPSHOT_LIST;
+	resp.snapshot_list = &list;
+	(void)send_response(cl, &resp);
+}
+
+static void handle_fetch(struct client *cl, const Hostprof__FetchRequest *req)
+{
+	struct daemon *d = cl->ctl->d;
+	struct snapstore *st = daemon_snapstore(d);
+	const struct snap_entry *e = st ? snapstore_find(st, req->name) : NULL;
+	int r;
+
+	/* only names from the index: a client never names a path */
+	if (!e || !may_see_entry(cl, e)) {
+		(void)send_error(cl, HOSTPROF__ERROR__CODE__NOT_FOUND,
+				 "no automatic snapshot '%.96s' that you may see: `hostprofctl snapshots` lists them",
+				 req->name);
+		return;
+	}
+	if (cl->ctl->n_streams >= MAX_STREAMS) {
+		(void)send_error(cl, HOSTPROF__ERROR__CODE__BUSY,
+				 "%d snapshots are being sent already; try again in a moment", MAX_STREAMS);
+		return;
+	}
+	r = snapstore_read_hps(st, e, &cl->snap, &cl->snap_len);
+	if (r < 0) {
+		(void)send_error(cl, HOSTPROF__ERROR__CODE__INTERNAL, "failed to read %s: %s", e->name, strerror(-r));
+		return;
+	}
+	cl->snap_off = 0;
+	cl->snap_pid = e->pid;
+	cl->snap_events = 0;
+	cl->ctl->n_streams++;
+	log_info("fetch of %s for uid %u", e->name, cl->cred.uid);
+}
+
 /* Queue the next chunk of the snapshot being streamed, or its end. */
 static void stream_more(struct client *cl)
 {
@@ -338,6 +531,18 @@ static void handle_request(struct client *cl, const uint8_t *data, size_t len)
 		break;
 	case HOSTPROF__REQUEST__BODY_SNAPSHOT:
 		handle_snapshot(cl, req->snapshot);
+		break;
+	case HOSTPROF__REQUEST__BODY_WATCH:
+		handle_watch(cl, req->watch);
+		break;
+	case HOSTPROF__REQUEST__BODY_UNWATCH:
+		handle_unwatch(cl, req->unwatch);
+		break;
+	case HOSTPROF__REQUEST__BODY_SNAPSHOTS:
+		handle_snapshots(cl);
+		break;
+	case HOSTPROF__REQUEST__BODY_FETCH:
+		handle_fetch(cl, req->fetch);
 		break;
 	default:
 		protocol_error(cl, "unknown request");

@@ -10,6 +10,8 @@
 #include "recorder.h"
 #include "settings.h"
 #include "snapshot.h"
+#include "snapstore.h"
+#include "trigger.h"
 
 /* Something the epoll loop watches: data.ptr of each epoll registration points here. */
 struct io_source {
@@ -27,6 +29,8 @@ struct daemon {
 	struct recorder *recorder;
 	struct control *control;
 	struct symbolizer *symbolizer;
+	struct triggers *triggers;
+	struct snapstore *snapstore; /* NULL while the snapshot directory cannot be used */
 	int epoll_fd;
 	struct io_source signal_src, timer_src, capture_src;
 	uint64_t start_ns;      /* BOOTTIME */
@@ -46,6 +50,17 @@ int loop_run(struct daemon *d);
 void loop_teardown(struct daemon *d);
 
 uint64_t now_boottime_ns(void);
+
+/* The snapshot directory, opened (again) if it is not yet. */
+struct snapstore *daemon_snapstore(struct daemon *d);
+
+/* A watched process exited or was unwatched. */
+void daemon_process_gone(struct daemon *d, struct proc_rec *p);
+/* Start watching pid (reason HP_WATCH_*); -ENOENT if there is no such process. */
+int daemon_watch_pid(struct daemon *d, uint32_t pid, uint32_t reason);
+/* Thread-name globs at run time (until the next reload). */
+int daemon_add_glob(struct daemon *d, const char *glob);
+int daemon_remove_glob(struct daemon *d, const char *glob);
 
 /* SIGHUP: re-read the config file (flags still win). */
 int daemon_reload(struct daemon *d);

@@ -51,11 +51,10 @@ void loop_del(struct daemon *d, struct io_source *src)
 	(void)epoll_ctl(d->epoll_fd, EPOLL_CTL_DEL, src->fd, NULL);
 }
 
-/* A watched process is gone: keep its syscall histograms with its history, and stop
- * watching its pid in the kernel. */
-static void on_gone(void *ud, struct proc_rec *p)
+/* A watched process is gone (or unwatched): keep its syscall histograms with its
+ * history, and stop watching its pid in the kernel. */
+void daemon_process_gone(struct daemon *d, struct proc_rec *p)
 {
-	struct daemon *d = ud;
 	uint32_t pid = p->info.pid;
 	int r;
 
@@ -67,6 +66,11 @@ static void on_gone(void *ud, struct proc_rec *p)
 	r = capture_unwatch(d->capture, pid);
 	if (r < 0)
 		log_warning_errno(r, "Failed to stop watching pid %u: %m, ignoring", pid);
+}
+
+static void on_gone(void *ud, struct proc_rec *p)
+{
+	daemon_process_gone(ud, p);
 }
 
 /* Its history aged out: the symbols only it needed can go. */
@@ -121,6 +125,7 @@ static int on_timer(struct io_source *src, uint32_t events)
 	if (r < 0)
 		log_warning_errno(r, "Failed to %s the syscall hooks: %m, ignoring",
 				  recorder_live_count(d->recorder) ? "attach" : "detach");
+	triggers_tick(d->triggers, d, now_boottime_ns());
 	if (d->watchdog_ticks && d->ticks % d->watchdog_ticks == 0)
 		(void)sd_notify(0, "WATCHDOG=1");
 	if (++d->ticks % TICKS_PER_SEC)

@@ -140,7 +140,24 @@ int daemon_build_snapshot(struct daemon *d, const struct proc_rec *p, uint64_t w
 
 static void on_record(void *ud, const struct hp_hdr *rec)
 {
-	recorder_append(ud, rec);
+	struct daemon *d = ud;
+
+	recorder_append(d->recorder, rec);
+	triggers_on_record(d->triggers, d->recorder, rec);
+}
+
+struct snapstore *daemon_snapstore(struct daemon *d)
+{
+	int r;
+
+	if (d->snapstore)
+		return d->snapstore;
+	r = snapstore_open(d->settings.snapshot_dir, d->settings.max_snapshots, d->settings.max_snapshot_mb << 20,
+			   &d->snapstore);
+	if (r < 0)
+		log_error_errno(r, "Failed to use the snapshot directory %s: %m; automatic snapshots are lost until it works",
+				d->settings.snapshot_dir);
+	return d->snapstore;
 }
 
 static void recorder_limits_from(const struct settings *s, struct recorder_limits *ret)
@@ -153,7 +170,7 @@ static void recorder_limits_from(const struct settings *s, struct recorder_limit
 	};
 }
 
-static int watch_pid(struct daemon *d, uint32_t pid, uint32_t reason)
+int daemon_watch_pid(struct daemon *d, uint32_t pid, uint32_t reason)
 {
 	struct proc_rec *p;
 	int r;
@@ -184,7 +201,7 @@ static int scan_thread(uint32_t pid, uint32_t tid, const char *comm, void *ud)
 		if (!thread_glob_match(d->settings.watch_threads[i], comm))
 			continue;
 		ctx->last_pid = pid;
-		if (watch_pid(d, pid, HP_WATCH_GLOB) < 0)
+		if (daemon_watch_pid(d, pid, HP_WATCH_GLOB) < 0)
 			log_warning("pid %u went away while being added, ignoring", pid);
 		break;
 	}
@@ -229,7 +246,7 @@ static int apply_watch_settings(struct daemon *d)
 
 		if (recorder_find_live(d->recorder, pid))
 			continue;
-		r = watch_pid(d, pid, HP_WATCH_PID);
+		r = daemon_watch_pid(d, pid, HP_WATCH_PID);
 		if (r == -ENOENT)
 			return log_error_errno(r, "No process with pid %u (--pid): check the pid with `ps -p %u`", pid, pid);
 		if (r < 0)
@@ -239,6 +256,51 @@ static int apply_watch_settings(struct daemon *d)
 	if (r < 0)
 		return log_error_errno(r, "Failed to scan /proc: %m");
 	return 0;
+}
+
+int daemon_add_glob(struct daemon *d, const char *glob)
+{
+	struct settings *s = &d->settings;
+	char **v, *copy;
+	int r;
+
+	if (!thread_glob_valid(glob))
+		return -EINVAL;
+	for (size_t i = 0; i < s->n_watch_threads; i++)
+		if (!strcmp(s->watch_threads[i], glob))
+			return 0;
+	if (s->n_watch_threads >= HP_MAX_GLOBS)
+		return -E2BIG;
+	copy = strdup(glob);
+	if (!copy)
+		return -ENOMEM;
+	v = realloc(s->watch_threads, (s->n_watch_threads + 1) * sizeof(*v));
+	if (!v) {
+		free(copy);
+		return -ENOMEM;
+	}
+	s->watch_threads = v;
+	s->watch_threads[s->n_watch_threads++] = copy;
+	r = capture_set_globs(d->capture, s->watch_threads, s->n_watch_threads);
+	if (r < 0)
+		return r;
+	return scan_proc(d);
+}
+
+int daemon_remove_glob(struct daemon *d, const char *glob)
+{
+	struct settings *s = &d->settings;
+
+	for (size_t i = 0; i < s->n_watch_threads; i++) {
+		if (strcmp(s->watch_threads[i], glob))
+			continue;
+		free(s->watch_threads[i]);
+		memmove(&s->watch_threads[i], &s->watch_threads[i + 1],
+			(s->n_watch_threads - i - 1) * sizeof(*s->watch_threads));
+		s->n_watch_threads--;
+		return capture_set_globs(d->capture, s->watch_threads, s->n_watch_threads);
+	}
+	return -ENOENT;
 }
 
 /* SIGHUP: read the config again; flags still win. What needs a restart says so. */
@@ -264,6 +326,15 @@ int daemon_reload(struct daemon *d)
 	d->settings = s;
 	recorder_limits_from(&d->settings, &lim);
 	recorder_set_limits(d->recorder, &lim);
+	r = triggers_configure(d->triggers, d->settings.triggers, d->settings.n_triggers);
+	if (r < 0)
+		log_error_errno(r, "Failed to set up the triggers: %m; keeping the old ones");
+	if (d->snapstore && strcmp(snapstore_dir(d->snapstore), d->settings.snapshot_dir)) {
+		snapstore_free(d->snapstore);
+		d->snapstore = NULL;
+	}
+	if (daemon_snapstore(d))
+		snapstore_set_limits(d->snapstore, d->settings.max_snapshots, d->settings.max_snapshot_mb << 20);
 	r = apply_watch_settings(d);
 	if (r < 0)
 		return r;
@@ -291,8 +362,16 @@ static int run(struct daemon *d)
 	d->symbolizer = symbolizer_new();
 	if (!d->symbolizer)
 		log_warning_errno(-errno, "Failed to set up symbolization: %m; stacks stay addresses");
+	d->triggers = triggers_new();
+	if (!d->triggers)
+		return log_error_errno(-ENOMEM, "Out of memory"), EXIT_FAILURE;
+	r = triggers_configure(d->triggers, d->settings.triggers, d->settings.n_triggers);
+	if (r < 0)
+		return log_error_errno(r, "Failed to set up the triggers: %m"), EXIT_CONFIG;
+	if (d->settings.n_triggers)
+		(void)daemon_snapstore(d);
 
-	r = capture_new(&copts, on_record, d->recorder, &d->capture);
+	r = capture_new(&copts, on_record, d, &d->capture);
 	if (r == -ENOTSUP) {
 		log_error("This kernel has no BTF (/sys/kernel/btf/vmlinux is missing): hostprofd needs a "
 			  "kernel built with CONFIG_DEBUG_INFO_BTF=y (5.8 or newer)");
@@ -349,6 +428,8 @@ int main(int argc, char **argv)
 	capture_free(d.capture); /* detaches every program */
 	recorder_free(d.recorder);
 	symbolizer_free(d.symbolizer);
+	triggers_free(d.triggers);
+	snapstore_free(d.snapstore);
 	settings_free(&d.settings);
 	return r;
 }

@@ -159,7 +159,7 @@ static void set_thread_name(struct proc_rec *p, uint32_t tid, const char *comm)
 		}
 	if (p->n_threads == p->cap_threads) {
 		size_t cap = p->cap_threads ? p->cap_threads * 2 : 16;
-		struct thread_name *t = realloc(p->threads, cap * sizeof(*t));
+		struct task_name *t = realloc(p->threads, cap * sizeof(*t));
 
 		if (!t)
 			return; /* the name is also in the switch records */
@@ -557,6 +557,15 @@ uint64_t recorder_events(const struct recorder *rec)
 const struct recorder_limits *recorder_limits(const struct recorder *rec)
 {
 	return &rec->lim;
+}
+
+void recorder_stop(struct recorder *rec, struct proc_rec *p, uint64_t now)
+{
+	if (p->exit_ns)
+		return;
+	p->exit_ns = now;
+	p->unwatched = true;
+	pidmap_del(&rec->live, p->info.pid);
 }
 
 int recorder_enable_host(struct recorder *rec, bool on)

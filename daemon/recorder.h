@@ -28,7 +28,7 @@ struct hist_entry {
 	struct hp_hist h;
 };
 
-struct thread_name {
+struct task_name {
 	uint32_t tid;
 	char comm[HP_COMM_LEN];
 };
@@ -45,12 +45,13 @@ struct proc_rec {
 	uint64_t bytes;   /* chunk memory */
 	uint64_t events;  /* records appended */
 	uint64_t evicted; /* records dropped for space (not age) */
-	struct thread_name *threads;
+	struct task_name *threads;
 	size_t n_threads, cap_threads;
 	bool maps_dirty; /* an exec or a mapping change since its maps were last read */
 	struct hist_entry *final_hists; /* its syscall histograms, saved when it exited */
 	size_t n_final_hists;
 	bool hists_saved;
+	bool unwatched; /* stopped by request (exit_ns is then when), not exited */
 };
 
 struct recorder_limits {
@@ -92,6 +93,9 @@ struct proc_rec *recorder_at(const struct recorder *rec, size_t i);
 uint64_t recorder_bytes(const struct recorder *rec);
 uint64_t recorder_events(const struct recorder *rec);
 const struct recorder_limits *recorder_limits(const struct recorder *rec);
+
+/* Stop recording a live process; its history stays until it ages out. */
+void recorder_stop(struct recorder *rec, struct proc_rec *p, uint64_t now);
 
 /* --cpus: keep switches between unwatched tasks on the recorded CPUs, host-wide. */
 int recorder_enable_host(struct recorder *rec, bool on);

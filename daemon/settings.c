@@ -12,7 +12,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <ctype.h>
+
 #include "duration.h"
+#include "formats.h"
 #include "glob.h"
 #include "hostprof.h"
 #include "macro.h"
@@ -33,6 +36,11 @@ enum {
 	OPT_OFFCPU_MIN_US,
 	OPT_SAMPLE_HZ,
 	OPT_CPUS,
+	OPT_SNAPSHOT_DIR,
+	OPT_MAX_SNAPSHOTS,
+	OPT_MAX_SNAPSHOT_MB,
+	OPT_SNAPSHOT_FORMATS,
+	OPT_TRIGGER,
 	OPT_VERBOSE,
 	OPT_HELP,
 	OPT_VERSION,
@@ -60,6 +68,11 @@ static const struct key keys[] = {
 	{ "offcpu_min_us", "offcpu-min-us", OPT_OFFCPU_MIN_US, false },
 	{ "sample_hz", "sample-hz", OPT_SAMPLE_HZ, false },
 	{ "cpus", "cpus", OPT_CPUS, false },
+	{ "snapshot_dir", "snapshot-dir", OPT_SNAPSHOT_DIR, false },
+	{ "max_snapshots", "max-snapshots", OPT_MAX_SNAPSHOTS, false },
+	{ "max_snapshot_mb", "max-snapshot-mb", OPT_MAX_SNAPSHOT_MB, false },
+	{ "snapshot_formats", "snapshot-formats", OPT_SNAPSHOT_FORMATS, false },
+	{ NULL, "trigger", OPT_TRIGGER, true }, /* in the file: [trigger NAME] sections */
 };
 
 static const char usage_text[] =
@@ -71,7 +84,7 @@ static const char usage_text[] =
 	"  --socket-group NAME    group allowed on the socket, mode 0660 (default: hostprof if it exists)\n"
 	"  --pid PID              watch this process (repeatable)\n"
 	"  --watch-thread GLOB    watch any process with a thread of this name (repeatable;\n"
-	"                         default acl_thread; '*' and '?' match)\n"
+	"                         default acl_thread; '*' and '?' match; 'none' for none)\n"
 	"  --ring-kb N            kernel ring buffer per CPU, KiB, a power of two (default 1024)\n"
 	"  --window DUR           history kept per process (default 30s)\n"
 	"  --buffer-mb N          memory per process, MiB (default 32)\n"
@@ -81,6 +94,14 @@ static const char usage_text[] =
 	"  --offcpu-min-us N      record off-CPU intervals at or above N us, with stacks (default 200)\n"
 	"  --sample-hz N          on-CPU stack samples per second per CPU (default 99, 0 = off)\n"
 	"  --cpus LIST            also record every task on these CPUs, e.g. 0-3,8 (default none)\n"
+	"  --snapshot-dir DIR     automatic snapshots (default /var/lib/hostprof/snapshots)\n"
+	"  --max-snapshots N      automatic snapshots kept (default 100)\n"
+	"  --max-snapshot-mb N    MiB of automatic snapshots kept (default 1024)\n"
+	"  --snapshot-formats L   formats of automatic snapshots (default hps,perfetto,report)\n"
+	"  --trigger NAME:KIND:THREADS:THRESHOLD  (repeatable; 'none' for no trigger)\n"
+	"                         KIND: preempt, runq, offcpu, syscall (THRESHOLD a duration),\n"
+	"                         migrate (THRESHOLD moves within 1 s); default\n"
+	"                         acl_preempt:preempt:acl_thread:1ms\n"
 	"  --force-raw-tp         attach raw tracepoints even where tp_btf works\n"
 	"  -v, --verbose          log debug messages\n"
 	"  -h, --help             this text\n"
@@ -108,6 +129,8 @@ static void clear_list(struct settings *s, int opt)
 		free(s->pids);
 		s->pids = NULL;
 		s->n_pids = 0;
+	} else if (opt == OPT_TRIGGER) {
+		s->n_triggers = 0;
 	} else if (opt == OPT_WATCH_THREAD) {
 		for (size_t i = 0; i < s->n_watch_threads; i++)
 			free(s->watch_threads[i]);
@@ -166,6 +189,8 @@ static int add_items(struct settings *s, int opt, const char *value)
 
 	if (!copy)
 		return -ENOMEM;
+	if (!strcmp(value, "none"))
+		return 0; /* the list was cleared: nothing */
 	for (char *item = strtok_r(copy, ", \t", &save); item; item = strtok_r(NULL, ", \t", &save)) {
 		r = opt == OPT_PID ? add_pid(s, item) : add_glob(s, item);
 		if (r < 0)
@@ -194,6 +219,137 @@ static bool parse_bool(const char *v, bool *ret)
 	else
 		return false;
 	return true;
+}
+
+static const char *const kind_names[] = {
+	[TRIGGER_PREEMPT] = "preempt", [TRIGGER_RUNQ] = "runq",	      [TRIGGER_OFFCPU] = "offcpu",
+	[TRIGGER_SYSCALL] = "syscall", [TRIGGER_MIGRATE] = "migrate",
+};
+
+const char *trigger_kind_name(enum trigger_kind kind)
+{
+	return (size_t)kind < ARRAY_SIZE(kind_names) ? kind_names[kind] : "?";
+}
+
+static bool trigger_name_valid(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n == 0 || n >= sizeof(((struct trigger_def *)0)->name))
+		return false;
+	for (const char *c = name; *c; c++)
+		if (!isalnum((unsigned char)*c) && *c != '_' && *c != '-')
+			return false;
+	return true;
+}
+
+static void trigger_defaults(struct trigger_def *t, const char *name)
+{
+	*t = (struct trigger_def){
+		.kind = TRIGGER_PREEMPT,
+		.threshold = NSEC_PER_MSEC,
+		.before_ns = 10 * NSEC_PER_SEC,
+		.after_ns = NSEC_PER_SEC,
+		.cooldown_ns = 60 * NSEC_PER_SEC,
+	};
+	snprintf(t->name, sizeof(t->name), "%s", name);
+	snprintf(t->threads, sizeof(t->threads), "acl_thread");
+}
+
+static struct trigger_def *trigger_find(struct settings *s, const char *name, bool create)
+{
+	for (size_t i = 0; i < s->n_triggers; i++)
+		if (!strcmp(s->triggers[i].name, name))
+			return &s->triggers[i];
+	if (!create || s->n_triggers >= HOSTPROF_MAX_TRIGGERS)
+		return NULL;
+	trigger_defaults(&s->triggers[s->n_triggers], name);
+	return &s->triggers[s->n_triggers++];
+}
+
+/* One key of a [trigger NAME] section, or a field of --trigger. */
+static int trigger_set(struct trigger_def *t, const char *key, const char *v, const char **why)
+{
+	uint64_t u;
+
+	if (!strcmp(key, "kind")) {
+		for (size_t i = 0; i < ARRAY_SIZE(kind_names); i++)
+			if (!strcmp(v, kind_names[i])) {
+				t->kind = i;
+				return 0;
+			}
+		*why = "kind must be preempt, runq, offcpu, syscall or migrate";
+		return -EINVAL;
+	}
+	if (!strcmp(key, "threads")) {
+		*why = "threads must be a glob of 1 to 15 characters";
+		if (!thread_glob_valid(v))
+			return -EINVAL;
+		snprintf(t->threads, sizeof(t->threads), "%s", v);
+		return 0;
+	}
+	if (!strcmp(key, "threshold")) {
+		if (t->kind == TRIGGER_MIGRATE) {
+			*why = "a migrate threshold is a number of moves within 1 s, 1 to 1000000";
+			if (parse_uint(v, 1000000, &u) < 0 || u == 0)
+				return -EINVAL;
+		} else {
+			*why = "threshold must be a duration like 1ms or 500us";
+			if (parse_duration(v, &u) < 0 || u == 0)
+				return -EINVAL;
+		}
+		t->threshold = u;
+		return 0;
+	}
+	if (!strcmp(key, "before") || !strcmp(key, "after") || !strcmp(key, "cooldown")) {
+		*why = "must be a duration up to 1h, like 10s";
+		if (parse_duration(v, &u) < 0 || u > 3600 * NSEC_PER_SEC)
+			return -EINVAL;
+		*(!strcmp(key, "before") ? &t->before_ns : !strcmp(key, "after") ? &t->after_ns : &t->cooldown_ns) = u;
+		return 0;
+	}
+	*why = "unknown key in a [trigger] section (kind, threads, threshold, before, after, cooldown)";
+	return -EINVAL;
+}
+
+/* NAME:KIND:THREADS:THRESHOLD */
+static int trigger_parse_flag(struct settings *s, const char *v, const char **why)
+{
+	_cleanup_free_ char *copy = strdup(v);
+	char *f[4], *save = NULL;
+	struct trigger_def *t;
+	int r;
+
+	if (!copy)
+		return -ENOMEM;
+	if (!strcmp(v, "none"))
+		return 0; /* the list was cleared: no trigger */
+	for (int i = 0; i < 4; i++) {
+		f[i] = strtok_r(i ? NULL : copy, ":", &save);
+		if (!f[i]) {
+			*why = "must be NAME:KIND:THREADS:THRESHOLD, e.g. acl_preempt:preempt:acl_thread:1ms";
+			return -EINVAL;
+		}
+	}
+	if (strtok_r(NULL, ":", &save)) {
+		*why = "must be NAME:KIND:THREADS:THRESHOLD, e.g. acl_preempt:preempt:acl_thread:1ms";
+		return -EINVAL;
+	}
+	if (!trigger_name_valid(f[0])) {
+		*why = "a trigger name has 1 to 31 letters, digits, '_' or '-'";
+		return -EINVAL;
+	}
+	t = trigger_find(s, f[0], true);
+	if (!t) {
+		*why = "at most 16 triggers";
+		return -E2BIG;
+	}
+	r = trigger_set(t, "kind", f[1], why);
+	if (r >= 0)
+		r = trigger_set(t, "threads", f[2], why);
+	if (r >= 0)
+		r = trigger_set(t, "threshold", f[3], why);
+	return r;
 }
 
 /* "0-3,8": bits in mask; "" or "none": no CPU. */
@@ -289,6 +445,35 @@ static int settings_set(struct settings *s, int opt, const char *v, const char *
 		if (r < 0)
 			return r;
 		return set_string(&s->cpus_text, v);
+	case OPT_SNAPSHOT_DIR:
+		*why = "must be an absolute path";
+		if (v[0] != '/')
+			return -EINVAL;
+		return set_string(&s->snapshot_dir, v);
+	case OPT_MAX_SNAPSHOTS:
+		*why = "must be a number from 1 to 100000";
+		if (parse_uint(v, 100000, &u) < 0 || u == 0)
+			return -EINVAL;
+		s->max_snapshots = u;
+		return 0;
+	case OPT_MAX_SNAPSHOT_MB:
+		*why = "must be a number of MiB from 1 to 1048576";
+		if (parse_uint(v, 1 << 20, &u) < 0 || u == 0)
+			return -EINVAL;
+		s->max_snapshot_mb = u;
+		return 0;
+	case OPT_SNAPSHOT_FORMATS: {
+		_cleanup_free_ char *bad = NULL;
+
+		*why = "must be formats from perfetto, json, folded, pprof, svg, report, report-json, hps, all";
+		r = formats_parse(v, &s->snapshot_formats, &bad);
+		if (r < 0)
+			return r;
+		s->snapshot_formats |= 1u << FMT_HPS; /* fetch and snapshots need the canonical file */
+		return 0;
+	}
+	case OPT_TRIGGER:
+		return trigger_parse_flag(s, v, why);
 	}
 	*why = "unknown";
 	return -EINVAL;
@@ -309,9 +494,32 @@ static int on_ini(void *user, const char *section, const char *name, const char 
 	int r;
 
 	if (section[0]) {
-		fprintf(stderr, "hostprofd: %s: unknown section [%s]\n", ctx->path, section);
-		ctx->error = -EINVAL;
-		return 0;
+		struct trigger_def *t;
+
+		if (strncmp(section, "trigger ", 8) || !trigger_name_valid(section + 8)) {
+			fprintf(stderr, "hostprofd: %s: unknown section [%s] (sections are [trigger NAME], NAME of "
+					"letters, digits, '_' and '-')\n",
+				ctx->path, section);
+			ctx->error = -EINVAL;
+			return 0;
+		}
+		if (!ctx->cleared[OPT_TRIGGER]) {
+			clear_list(ctx->s, OPT_TRIGGER); /* the file's triggers replace the default */
+			ctx->cleared[OPT_TRIGGER] = true;
+		}
+		t = trigger_find(ctx->s, section + 8, true);
+		if (!t) {
+			fprintf(stderr, "hostprofd: %s: at most %d triggers\n", ctx->path, HOSTPROF_MAX_TRIGGERS);
+			ctx->error = -E2BIG;
+			return 0;
+		}
+		r = trigger_set(t, name, value, &why);
+		if (r < 0) {
+			fprintf(stderr, "hostprofd: %s: [%s] %s = %s: %s\n", ctx->path, section, name, value, why);
+			ctx->error = r;
+			return 0;
+		}
+		return 1;
 	}
 	k = key_by_name(name);
 	if (!k) {
@@ -343,7 +551,13 @@ static int load_defaults(struct settings *s)
 		.offcpu_min_ns = 200 * NSEC_PER_USEC,
 		.sample_hz = 99,
 	};
+	s->max_snapshots = 100;
+	s->max_snapshot_mb = 1024;
+	s->snapshot_formats = 1u << FMT_HPS | 1u << FMT_PERFETTO | 1u << FMT_REPORT;
+	s->n_triggers = 1;
+	trigger_defaults(&s->triggers[0], "acl_preempt");
 	if (set_string(&s->config, HOSTPROF_DEFAULT_CONFIG) < 0 ||
+	    set_string(&s->snapshot_dir, "/var/lib/hostprof/snapshots") < 0 ||
 	    set_string(&s->socket, "/run/hostprof/hostprofd.sock") < 0 ||
 	    set_string(&s->socket_group, "hostprof") < 0 || add_glob(s, "acl_thread") < 0)
 		return -ENOMEM;
@@ -467,5 +681,6 @@ void settings_free(struct settings *s)
 	free(s->socket);
 	free(s->socket_group);
 	free(s->cpus_text);
+	free(s->snapshot_dir);
 	*s = (struct settings){};
 }

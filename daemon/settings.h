@@ -11,6 +11,24 @@
 #include <stdint.h>
 
 #define HOSTPROF_DEFAULT_CONFIG "/etc/hostprof/hostprofd.conf"
+#define HOSTPROF_MAX_TRIGGERS 16
+
+/* Trigger kinds (SPEC §6) */
+enum trigger_kind {
+	TRIGGER_PREEMPT, /* switched out runnable, then waited >= threshold to run again */
+	TRIGGER_RUNQ,    /* wakeup to run >= threshold */
+	TRIGGER_OFFCPU,  /* blocked >= threshold */
+	TRIGGER_SYSCALL, /* one syscall >= threshold */
+	TRIGGER_MIGRATE, /* >= threshold moves to another CPU within 1 s */
+};
+
+struct trigger_def {
+	char name[32];    /* [A-Za-z0-9_-]: it goes into file names */
+	enum trigger_kind kind;
+	char threads[16]; /* thread-name glob */
+	uint64_t threshold; /* ns, or a count for TRIGGER_MIGRATE */
+	uint64_t before_ns, after_ns, cooldown_ns;
+};
 
 struct settings {
 	char *config;
@@ -33,7 +51,15 @@ struct settings {
 	char *cpus_text;   /* as given, for status */
 	bool force_raw_tp;
 	bool verbose;
+	char *snapshot_dir;
+	uint64_t max_snapshots;
+	uint64_t max_snapshot_mb;
+	unsigned snapshot_formats; /* FMT_* mask, for automatic snapshots */
+	struct trigger_def triggers[HOSTPROF_MAX_TRIGGERS];
+	size_t n_triggers;
 };
+
+const char *trigger_kind_name(enum trigger_kind kind);
 
 /* Parse argv and the config file it names. Returns 0, 1 when --help/--version was
  * handled, or -errno with the reason already printed. */

@@ -902,8 +902,10 @@ static int kernel_load(struct kernel *k)
 		name_len = strcspn(name, "\t ");
 		if (!name_len)
 			continue;
-		if (name_len == 6 && !memcmp(name, "_etext", 6))
-			etext = addr;
+		if (name_len == 6 && !memcmp(name, "_etext", 6)) {
+			etext = addr; /* a bound, not a function */
+			continue;
+		}
 		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
 			continue;
 		mod = strchr(name + name_len, '[');
@@ -956,21 +958,23 @@ static int kernel_load(struct kernel *k)
 		struct ksym *ks = &syms[i];
 		const struct kmod *km = NULL;
 		size_t j = i + 1;
-		uint64_t end;
+		uint64_t end, next;
 
 		if (out && syms[out - 1].addr == ks->addr)
 			continue;
 		while (j < n && syms[j].addr == ks->addr)
 			j++;
-		end = j < n ? syms[j].addr : ks->addr + KSYM_TAIL;
+		next = j < n ? syms[j].addr : UINT64_MAX;
 		if (ks->module)
 			km = kmod_find(mods, n_mods, names.p + ks->module);
 		if (km && km->end > ks->addr)
-			end = MIN(end, km->end);
+			end = MIN(next, km->end);
 		else if (!ks->module && etext > ks->addr)
-			end = MIN(end, etext);
-		else if (j < n && syms[j].module != ks->module)
-			end = MIN(end, ks->addr + KSYM_TAIL);
+			end = MIN(next, etext);
+		else if (j < n && syms[j].module == ks->module)
+			end = next;
+		else
+			end = MIN(next, ks->addr > UINT64_MAX - KSYM_TAIL ? UINT64_MAX : ks->addr + KSYM_TAIL);
 		syms[out] = *ks;
 		syms[out].end = end;
 		out++;

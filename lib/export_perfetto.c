@@ -6,10 +6,11 @@
  * each one written as field 1 (length-delimited) of Trace. So the file can be streamed:
  * packets are encoded with pbwriter into one buffer that is written to the FILE and reused
  * whenever it passes EXPORT_FLUSH_BYTES, always between two packets. Memory stays bounded by
- * the largest packet plus one batch of event indices per CPU, whatever the snapshot's size.
+ * the largest packet plus one batch of event indices per CPU and an index of the threads
+ * and stacks, whatever the number of events.
  *
- * Packets, in this order, all on one sequence (trusted_packet_sequence_id =
- * PERFETTO_SEQUENCE_ID; 1 is the tracing service's own sequence, so we avoid it):
+ * Packets, in this order. All but the samples are on one sequence (trusted_packet_sequence_id
+ * = PERFETTO_SEQUENCE_ID; 1 is the tracing service's own sequence, so we avoid it):
  *   1. ClockSnapshot: BOOTTIME, REALTIME and MONOTONIC read at the same instant (the ones
  *      that are known), primary_trace_clock = BOOTTIME. Packet timestamp = the BOOTTIME value.
  *   2. SystemInfo: utsname {sysname, version, release, machine} and num_cpus. Perfetto reads
@@ -18,25 +19,90 @@
  *   3. ProcessTree, in chunks of EXPORT_TREE_CHUNK entries (the tree is incremental):
  *      every Process {pid, ppid, cmdline (comm when the cmdline is empty), uid}, then every
  *      Thread {tid, tgid, name}. Packet timestamp = Snapshot.start_ns.
- *   4. FtraceEventBundle per CPU, up to EXPORT_BUNDLE_EVENTS events each, every
- *      FtraceEvent {timestamp (absolute BOOTTIME ns), pid (= prev_tid, the task running when
- *      the event fired), sched_switch {prev_comm, prev_pid, prev_prio, prev_state,
- *      next_comm, next_pid, next_prio}} where *_pid are thread ids. Snapshot timestamps only
- *      go forward (ts_delta is unsigned), so events within a bundle, and the bundles of one
- *      CPU, come out in time order. Packet timestamp = the bundle's first event.
+ *   4. FtraceEventBundle per CPU, up to EXPORT_BUNDLE_EVENTS events each: the sched_switch
+ *      rows and the WakeupTable rows merged by timestamp (a wakeup before a switch of the
+ *      same nanosecond, as the kernel emits them). Every FtraceEvent has its timestamp
+ *      (absolute BOOTTIME ns) and pid = the task running when the event fired:
+ *      - sched_switch {prev_comm, prev_pid, prev_prio, prev_state, next_comm, next_pid,
+ *        next_prio}, *_pid are thread ids, FtraceEvent.pid = prev_tid;
+ *      - sched_waking {comm, pid, prio, success = 1, target_cpu} of the task woken, in the
+ *        bundle of WakeupTable.cpu (where the waker ran), FtraceEvent.pid = waker_tid. The
+ *        table keeps no comm nor prio of the woken task: comm comes from Snapshot.threads
+ *        (else its sched_switch rows), prio from its latest sched_switch row before the
+ *        wakeup (else its first one; omitted when it never switched). Rows of new tasks
+ *        (flags & 1, the kernel's sched_wakeup_new) are written as sched_waking too:
+ *        trace_processor derives the waker and the runnable state from sched_waking only.
+ *      Snapshot timestamps only go forward (ts_delta is unsigned), so events within a
+ *      bundle, and the bundles of one CPU, come out in time order. Packet timestamp = the
+ *      bundle's first event.
+ *   5. Thread tracks: a TrackDescriptor {uuid = THREAD_TRACK_UUID(tid), thread {pid, tid,
+ *      thread_name}} before the first event of each thread, and TrackEvents on it (names
+ *      and annotation names inline, not interned, so these packets need no incremental
+ *      state). trace_processor merges such a track with the thread's sched data, so the
+ *      UI shows the slices in the thread's own row, under its state bar:
+ *      - each slow syscall: a slice named Snapshot.syscall_names[nr] ("read"; "syscall_NR"
+ *        when the name is unknown), category "syscall", annotations nr, arg0, arg1, arg2,
+ *        ret, duration_ns, cpu;
+ *      - each off-CPU interval: a slice "off-cpu S" (S = the state letter), category
+ *        "sched", annotations state, duration_ns, waker_tid, waker_pid, waker_comm, cpu and
+ *        kernel_stack / user_stack: the function names, innermost first, " <- " between
+ *        them (module+0xoffset when not resolved, "[unknown]" without a mapping);
+ *      - each migration: an instant "migrate 0->1", annotations from_cpu, to_cpu;
+ *      - each marker: an instant named Marker.name, category "marker", annotation detail.
+ *        A marker without a thread goes on a process track (TrackDescriptor {uuid =
+ *        PROCESS_TRACK_UUID(pid), process {pid, process_name}}) of Snapshot.pid.
+ *      A slice is a TYPE_SLICE_BEGIN packet and a TYPE_SLICE_END packet. An off-CPU interval
+ *      inside a syscall nests under it (read > off-cpu S); an END closes the innermost open
+ *      slice of its track, so two intervals that overlap without nesting are drawn nested.
+ *   6. On-CPU samples as PerfSample packets, on their own sequence
+ *      (PERFETTO_PROFILE_SEQUENCE_ID), each {cpu, pid, tid, callstack_iid, cpu_mode (KERNEL
+ *      when the sample has a kernel stack, else USER)}. The callstacks are interned: the
+ *      first packet of that sequence says SEQ_INCREMENTAL_STATE_CLEARED, every packet of it
+ *      SEQ_NEEDS_INCREMENTAL_STATE, and a packet carries in its InternedData the entries its
+ *      sample uses that no earlier packet gave (so a packet stays small: one stack at most):
+ *      - callstacks {iid, frame_ids}: one per distinct (kernel stack, user stack) pair of
+ *        the SampleTable, root first: user frames outermost first, then kernel frames
+ *        outermost first (our Stack lists the innermost first);
+ *      - frames {iid = frame index + 1, function_name_id, mapping_id, rel_pc, kind}:
+ *        rel_pc = Frame.module_offset, else the address within the mapping; kind KERNEL,
+ *        JIT or NATIVE. An unresolved frame has no function_name_id, so Perfetto shows its
+ *        mapping and can symbolize it later from the build id;
+ *      - function_names {iid = frame index + 1, str};
+ *      - mappings {iid = mapping index + 1, build_id, start, end, exact_offset,
+ *        path_string_ids}: frames without a mapping get a "[unknown]" mapping (iid =
+ *        n_mappings + 1): older trace_processors drop every callstack with a frame whose
+ *        mapping_id is 0;
+ *      - build_ids {iid, str = the raw bytes of Mapping.build_id (hex in the snapshot)},
+ *        mapping_paths {iid, str = Mapping.file, one component: trace_processor strips the
+ *        "/" it prepends when the path already starts with one}.
+ *      Why PerfSample and not StreamingProfilePacket: trace_processor stores PerfSample in
+ *      its perf_sample table and the UI (the Linux perf plugin) draws per-process and
+ *      per-thread callstack tracks from it whose selection opens a flame graph; this is
+ *      the message traced_perf writes for perf_event samples, the thing our samples are.
+ *      A PerfSample carries its pid, tid and cpu and a BOOTTIME packet timestamp, so one
+ *      sequence holds every thread's samples. StreamingProfilePacket (Chrome's sampler)
+ *      takes pid and tid from a per-sequence ThreadDescriptor and its time as deltas in
+ *      microseconds on the track-event clock: one sequence per thread, and a loss of
+ *      precision.
  * Every packet that has a timestamp also says timestamp_clock_id = BOOTTIME (the default,
  * made explicit).
  *
- * The snapshot is validated before a byte is written: all SchedSwitchTable columns must have
- * the same length, every string index must be inside Snapshot.strings, CPU numbers below
- * EXPORT_MAX_CPUS, and the timestamps must not overflow 64 bits. Otherwise: -EINVAL.
+ * The snapshot is validated before a byte is written: hps_validate() (columns of a table
+ * line up, every string, stack, frame and mapping index in range), no NULL entries, CPU
+ * numbers below EXPORT_MAX_CPUS, and no timestamp (nor timestamp + duration) that
+ * overflows 64 bits. Otherwise: -EINVAL.
  *
- * Field numbers, from the public protos in the google/perfetto repository:
+ * Field numbers, from the public protos in the google/perfetto repository (checked against
+ * its protos/perfetto tree):
  *   protos/perfetto/trace/trace.proto
  *     Trace.packet = 1
  *   protos/perfetto/trace/trace_packet.proto
  *     TracePacket.ftrace_events = 1, process_tree = 2, clock_snapshot = 6, timestamp = 8,
- *     trusted_packet_sequence_id = 10, system_info = 45, timestamp_clock_id = 58
+ *     trusted_packet_sequence_id = 10, track_event = 11, interned_data = 12,
+ *     sequence_flags = 13, system_info = 45, timestamp_clock_id = 58,
+ *     track_descriptor = 60, perf_sample = 66
+ *     TracePacket.SequenceFlags SEQ_INCREMENTAL_STATE_CLEARED = 1,
+ *     SEQ_NEEDS_INCREMENTAL_STATE = 2
  *   protos/perfetto/trace/clock_snapshot.proto
  *     ClockSnapshot.clocks = 1, primary_trace_clock = 2
  *     ClockSnapshot.Clock.clock_id = 1, timestamp = 2
@@ -52,25 +118,63 @@
  *   protos/perfetto/trace/ftrace/ftrace_event_bundle.proto
  *     FtraceEventBundle.cpu = 1, event = 2
  *   protos/perfetto/trace/ftrace/ftrace_event.proto
- *     FtraceEvent.timestamp = 1, pid = 2, sched_switch = 4
+ *     FtraceEvent.timestamp = 1, pid = 2, sched_switch = 4, sched_waking = 20
  *   protos/perfetto/trace/ftrace/sched.proto
  *     SchedSwitchFtraceEvent.prev_comm = 1, prev_pid = 2, prev_prio = 3, prev_state = 4
  *     (int64), next_comm = 5, next_pid = 6, next_prio = 7
+ *     SchedWakingFtraceEvent.comm = 1, pid = 2, prio = 3, success = 4, target_cpu = 5
+ *   protos/perfetto/trace/track_event/track_descriptor.proto
+ *     TrackDescriptor.uuid = 1, name = 2, process = 3, thread = 4
+ *   protos/perfetto/trace/track_event/process_descriptor.proto
+ *     ProcessDescriptor.pid = 1, process_name = 6
+ *   protos/perfetto/trace/track_event/thread_descriptor.proto
+ *     ThreadDescriptor.pid = 1, tid = 2, thread_name = 5
+ *   protos/perfetto/trace/track_event/track_event.proto
+ *     TrackEvent.debug_annotations = 4, type = 9, track_uuid = 11, categories = 22,
+ *     name = 23
+ *     TrackEvent.Type TYPE_SLICE_BEGIN = 1, TYPE_SLICE_END = 2, TYPE_INSTANT = 3
+ *   protos/perfetto/trace/track_event/debug_annotation.proto
+ *     DebugAnnotation.uint_value = 3, int_value = 4, string_value = 6, name = 10
+ *   protos/perfetto/trace/interned_data/interned_data.proto
+ *     InternedData.function_names = 5, frames = 6, callstacks = 7, build_ids = 16,
+ *     mapping_paths = 17, mappings = 19
+ *   protos/perfetto/trace/profiling/profile_common.proto
+ *     InternedString.iid = 1, str = 2 (bytes)
+ *     Mapping.iid = 1, build_id = 2, start = 4, end = 5, path_string_ids = 7 (repeated,
+ *     not packed), exact_offset = 8
+ *     Frame.iid = 1, function_name_id = 2, mapping_id = 3, rel_pc = 4, kind = 7
+ *     Frame.Kind KIND_NATIVE = 1, KIND_KERNEL = 2, KIND_JIT = 4
+ *     Callstack.iid = 1, frame_ids = 2 (repeated, not packed; "bottom frame first")
+ *   protos/perfetto/trace/profiling/profile_packet.proto
+ *     PerfSample.cpu = 1, pid = 2, tid = 3, callstack_iid = 4, cpu_mode = 5
+ *     Profiling.CpuMode MODE_KERNEL = 1, MODE_USER = 2
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "export.h"
+#include "hps.h"
 #include "macro.h"
 #include "pbwriter.h"
 
 #define PERFETTO_SEQUENCE_ID 0x4850 /* "HP"; any value but 0 and 1 */
+#define PERFETTO_PROFILE_SEQUENCE_ID 0x4851 /* the samples and their interned stacks */
+
+/* Track uuids: global to the trace, not 0; tids and pids stay below 2^22. */
+#define THREAD_TRACK_UUID(tid) (UINT64_C(0x4850000000000000) | (uint64_t)(tid))
+#define PROCESS_TRACK_UUID(pid) (UINT64_C(0x4850100000000000) | (uint64_t)(pid))
 
 #define EXPORT_FLUSH_BYTES (256u * 1024)
 #define EXPORT_BUNDLE_EVENTS 1000
 #define EXPORT_TREE_CHUNK 1000
 #define EXPORT_MAX_CPUS 8192 /* the kernel's largest NR_CPUS */
+#define EXPORT_STACK_TEXT 4096 /* the longest stack annotation, bytes */
+#define EXPORT_BUILD_ID_MAX 64 /* raw bytes */
 
 enum {
 	TRACE_PACKET = 1,
@@ -82,8 +186,18 @@ enum {
 	PACKET_CLOCK_SNAPSHOT = 6,
 	PACKET_TIMESTAMP = 8,
 	PACKET_TRUSTED_PACKET_SEQUENCE_ID = 10,
+	PACKET_TRACK_EVENT = 11,
+	PACKET_INTERNED_DATA = 12,
+	PACKET_SEQUENCE_FLAGS = 13,
 	PACKET_SYSTEM_INFO = 45,
 	PACKET_TIMESTAMP_CLOCK_ID = 58,
+	PACKET_TRACK_DESCRIPTOR = 60,
+	PACKET_PERF_SAMPLE = 66,
+};
+
+enum {
+	SEQ_INCREMENTAL_STATE_CLEARED = 1,
+	SEQ_NEEDS_INCREMENTAL_STATE = 2,
 };
 
 enum {
@@ -126,6 +240,7 @@ enum {
 	FTRACE_EVENT_TIMESTAMP = 1,
 	FTRACE_EVENT_PID = 2,
 	FTRACE_EVENT_SCHED_SWITCH = 4,
+	FTRACE_EVENT_SCHED_WAKING = 20,
 };
 
 enum {
@@ -138,11 +253,98 @@ enum {
 	SCHED_SWITCH_NEXT_PRIO = 7,
 };
 
+enum {
+	SCHED_WAKING_COMM = 1,
+	SCHED_WAKING_PID = 2,
+	SCHED_WAKING_PRIO = 3,
+	SCHED_WAKING_SUCCESS = 4,
+	SCHED_WAKING_TARGET_CPU = 5,
+};
+
+enum {
+	TRACK_DESCRIPTOR_UUID = 1,
+	TRACK_DESCRIPTOR_NAME = 2,
+	TRACK_DESCRIPTOR_PROCESS = 3,
+	TRACK_DESCRIPTOR_THREAD = 4,
+	PROCESS_DESCRIPTOR_PID = 1,
+	PROCESS_DESCRIPTOR_PROCESS_NAME = 6,
+	THREAD_DESCRIPTOR_PID = 1,
+	THREAD_DESCRIPTOR_TID = 2,
+	THREAD_DESCRIPTOR_THREAD_NAME = 5,
+};
+
+enum {
+	TRACK_EVENT_DEBUG_ANNOTATIONS = 4,
+	TRACK_EVENT_TYPE = 9,
+	TRACK_EVENT_TRACK_UUID = 11,
+	TRACK_EVENT_CATEGORIES = 22,
+	TRACK_EVENT_NAME = 23,
+	TYPE_SLICE_BEGIN = 1,
+	TYPE_SLICE_END = 2,
+	TYPE_INSTANT = 3,
+	DEBUG_ANNOTATION_UINT_VALUE = 3,
+	DEBUG_ANNOTATION_INT_VALUE = 4,
+	DEBUG_ANNOTATION_STRING_VALUE = 6,
+	DEBUG_ANNOTATION_NAME = 10,
+};
+
+enum {
+	INTERNED_FUNCTION_NAMES = 5,
+	INTERNED_FRAMES = 6,
+	INTERNED_CALLSTACKS = 7,
+	INTERNED_BUILD_IDS = 16,
+	INTERNED_MAPPING_PATHS = 17,
+	INTERNED_MAPPINGS = 19,
+	INTERNED_STRING_IID = 1,
+	INTERNED_STRING_STR = 2,
+	MAPPING_IID = 1,
+	MAPPING_BUILD_ID = 2,
+	MAPPING_START = 4,
+	MAPPING_END = 5,
+	MAPPING_PATH_STRING_IDS = 7,
+	MAPPING_EXACT_OFFSET = 8,
+	FRAME_IID = 1,
+	FRAME_FUNCTION_NAME_ID = 2,
+	FRAME_MAPPING_ID = 3,
+	FRAME_REL_PC = 4,
+	FRAME_KIND = 7,
+	FRAME_KIND_NATIVE = 1,
+	FRAME_KIND_KERNEL = 2,
+	FRAME_KIND_JIT = 4,
+	CALLSTACK_IID = 1,
+	CALLSTACK_FRAME_IDS = 2,
+};
+
+enum {
+	PERF_SAMPLE_CPU = 1,
+	PERF_SAMPLE_PID = 2,
+	PERF_SAMPLE_TID = 3,
+	PERF_SAMPLE_CALLSTACK_IID = 4,
+	PERF_SAMPLE_CPU_MODE = 5,
+	CPU_MODE_KERNEL = 1,
+	CPU_MODE_USER = 2,
+};
+
+/* What a bundle holds: a sched_switch row or a WakeupTable row. */
+enum { EV_SWITCH, EV_WAKING };
+
+#define PRIO_UNKNOWN INT32_MIN
+
 /* The events of one CPU waiting to go out as one bundle. */
 struct cpu_batch {
 	uint32_t n;
 	uint32_t idx[EXPORT_BUNDLE_EVENTS];
 	uint64_t ts[EXPORT_BUNDLE_EVENTS];
+	int32_t prio[EXPORT_BUNDLE_EVENTS]; /* sched_waking: the woken task's, or PRIO_UNKNOWN */
+	uint8_t kind[EXPORT_BUNDLE_EVENTS];
+};
+
+/* Every thread the snapshot names, sorted by tid. */
+struct thread_info {
+	uint32_t tid, pid;
+	int32_t prio; /* latest seen in the sched_switch sweep; PRIO_UNKNOWN */
+	bool described; /* its TrackDescriptor is out */
+	const char *comm;
 };
 
 struct exporter {
@@ -151,78 +353,157 @@ struct exporter {
 	struct pbw w;
 	size_t ncpus; /* highest CPU number seen + 1 */
 	struct cpu_batch **batches;
+	struct thread_info *threads;
+	size_t nthreads;
+	bool process_described;
+	/* samples: the distinct (kstack << 32 | ustack) pairs, sorted; iid = position + 1 */
+	uint64_t *stack_keys;
+	size_t nkeys;
+	bool *key_sent, *frame_sent, *mapping_sent; /* mapping_sent[n_mappings]: "[unknown]" */
+	bool profile_started;
+	char text[EXPORT_STACK_TEXT];
 };
 
-static int check_string_column(const uint32_t *col, size_t n, size_t n_strings)
+/* ---- Validation ------------------------------------------------------------------------ */
+
+/* start + the running sum of delta (+ dur) stays within 64 bits. */
+static int check_times(uint64_t start, const uint64_t *delta, const uint64_t *dur, size_t n)
+{
+	uint64_t ts = start;
+	size_t i;
+
+	if (n && !delta)
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		if (delta[i] > UINT64_MAX - ts)
+			return -EINVAL;
+		ts += delta[i];
+		if (dur && dur[i] > UINT64_MAX - ts)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+static int check_cpus(const uint32_t *cpu, size_t n, size_t *ncpus)
 {
 	size_t i;
 
-	for (i = 0; i < n; i++)
-		if (col[i] >= n_strings)
+	if (n && !cpu)
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		if (cpu[i] >= EXPORT_MAX_CPUS)
 			return -EINVAL;
+		if (cpu[i] >= *ncpus)
+			*ncpus = cpu[i] + 1;
+	}
+	return 0;
+}
+
+static bool all_set(void *const *p, size_t n)
+{
+	size_t i;
+
+	if (n && !p)
+		return false;
+	for (i = 0; i < n; i++)
+		if (!p[i])
+			return false;
+	return true;
+}
+
+/* What hps_validate() cannot see in a snapshot built by hand: NULL pointers. */
+static int check_pointers(const Hostprof__Snapshot *s)
+{
+	const Hostprof__SchedSwitchTable *t = s->switches;
+	size_t i, n;
+
+	if (s->n_strings && !s->strings)
+		return -EINVAL;
+	if (!all_set((void *const *)s->processes, s->n_processes) ||
+	    !all_set((void *const *)s->threads, s->n_threads) ||
+	    !all_set((void *const *)s->stacks, s->n_stacks) ||
+	    !all_set((void *const *)s->frames, s->n_frames) ||
+	    !all_set((void *const *)s->mappings, s->n_mappings) ||
+	    !all_set((void *const *)s->markers, s->n_markers) || (s->n_syscall_names && !s->syscall_names))
+		return -EINVAL;
+	for (i = 0; i < s->n_processes; i++)
+		if (s->processes[i]->n_cmdline && !s->processes[i]->cmdline)
+			return -EINVAL;
+	for (i = 0; i < s->n_stacks; i++)
+		if (s->stacks[i]->n_frames && !s->stacks[i]->frames)
+			return -EINVAL;
+	if (t) {
+		n = t->n_ts_delta;
+		if (n && (!t->cpu || !t->prev_tid || !t->prev_pid || !t->prev_comm || !t->prev_prio ||
+			  !t->prev_state || !t->next_tid || !t->next_pid || !t->next_comm || !t->next_prio))
+			return -EINVAL;
+	}
 	return 0;
 }
 
 static int validate(const Hostprof__Snapshot *snap, size_t *ret_ncpus)
 {
-	const Hostprof__SchedSwitchTable *t = snap->switches;
-	size_t i, n, ncpus = 0;
-	uint64_t ts;
+	const Hostprof__SchedSwitchTable *sw = snap->switches;
+	const Hostprof__WakeupTable *wk = snap->wakeups;
+	size_t ncpus = 0;
 	int r;
 
-	if (snap->n_strings && !snap->strings)
-		return -EINVAL;
-	if (snap->n_processes && !snap->processes)
-		return -EINVAL;
-	for (i = 0; i < snap->n_processes; i++) {
-		const Hostprof__Process *p = snap->processes[i];
-
-		if (!p || (p->n_cmdline && !p->cmdline))
-			return -EINVAL;
-	}
-	if (snap->n_threads && !snap->threads)
-		return -EINVAL;
-	for (i = 0; i < snap->n_threads; i++)
-		if (!snap->threads[i])
-			return -EINVAL;
-
-	if (!t) {
-		*ret_ncpus = 0;
-		return 0;
-	}
-
-	n = t->n_ts_delta;
-	if (n > UINT32_MAX) /* struct cpu_batch keeps 32-bit event indices */
-		return -EINVAL;
-	if (t->n_cpu != n || t->n_prev_tid != n || t->n_prev_pid != n || t->n_prev_comm != n ||
-	    t->n_prev_prio != n || t->n_prev_state != n || t->n_next_tid != n ||
-	    t->n_next_pid != n || t->n_next_comm != n || t->n_next_prio != n)
-		return -EINVAL;
-	if (n && (!t->ts_delta || !t->cpu || !t->prev_tid || !t->prev_comm || !t->prev_prio ||
-		  !t->prev_state || !t->next_tid || !t->next_comm || !t->next_prio))
-		return -EINVAL;
-
-	r = check_string_column(t->prev_comm, n, snap->n_strings);
+	r = check_pointers(snap);
 	if (r < 0)
 		return r;
-	r = check_string_column(t->next_comm, n, snap->n_strings);
+	r = hps_validate(snap);
 	if (r < 0)
 		return r;
 
-	ts = snap->start_ns;
-	for (i = 0; i < n; i++) {
-		if (t->ts_delta[i] > UINT64_MAX - ts)
+	if (sw) {
+		if (sw->n_ts_delta > UINT32_MAX) /* struct cpu_batch keeps 32-bit event indices */
 			return -EINVAL;
-		ts += t->ts_delta[i];
-		if (t->cpu[i] >= EXPORT_MAX_CPUS)
+		r = check_times(snap->start_ns, sw->ts_delta, NULL, sw->n_ts_delta);
+		if (r < 0)
+			return r;
+		r = check_cpus(sw->cpu, sw->n_ts_delta, &ncpus);
+		if (r < 0)
+			return r;
+	}
+	if (wk) {
+		if (wk->n_ts_delta > UINT32_MAX)
 			return -EINVAL;
-		if (t->cpu[i] >= ncpus)
-			ncpus = t->cpu[i] + 1;
+		r = check_times(snap->start_ns, wk->ts_delta, NULL, wk->n_ts_delta);
+		if (r < 0)
+			return r;
+		r = check_cpus(wk->cpu, wk->n_ts_delta, &ncpus);
+		if (r < 0)
+			return r;
+	}
+	if (snap->syscalls) {
+		r = check_times(snap->start_ns, snap->syscalls->ts_delta, snap->syscalls->dur_ns,
+				snap->syscalls->n_ts_delta);
+		if (r < 0)
+			return r;
+	}
+	if (snap->offcpu) {
+		r = check_times(snap->start_ns, snap->offcpu->ts_delta, snap->offcpu->dur_ns,
+				snap->offcpu->n_ts_delta);
+		if (r < 0)
+			return r;
+	}
+	if (snap->migrations) {
+		r = check_times(snap->start_ns, snap->migrations->ts_delta, NULL,
+				snap->migrations->n_ts_delta);
+		if (r < 0)
+			return r;
+	}
+	if (snap->samples) {
+		r = check_times(snap->start_ns, snap->samples->ts_delta, NULL, snap->samples->n_ts_delta);
+		if (r < 0)
+			return r;
 	}
 
 	*ret_ncpus = ncpus;
 	return 0;
 }
+
+/* ---- Writing packets ------------------------------------------------------------------- */
 
 static int flush(struct exporter *e)
 {
@@ -251,7 +532,7 @@ static int packet_end(struct exporter *e, size_t packet)
 }
 
 /* Opens a packet: the Trace.packet field, the sequence id and, if ts is set, the time. */
-static size_t packet_begin(struct pbw *w, uint64_t ts)
+static size_t packet_begin_seq(struct pbw *w, uint64_t ts, uint32_t seq)
 {
 	size_t packet = pbw_begin(w, TRACE_PACKET);
 
@@ -259,9 +540,57 @@ static size_t packet_begin(struct pbw *w, uint64_t ts)
 		pbw_varint(w, PACKET_TIMESTAMP, ts);
 		pbw_varint(w, PACKET_TIMESTAMP_CLOCK_ID, BUILTIN_CLOCK_BOOTTIME);
 	}
-	pbw_varint(w, PACKET_TRUSTED_PACKET_SEQUENCE_ID, PERFETTO_SEQUENCE_ID);
+	pbw_varint(w, PACKET_TRUSTED_PACKET_SEQUENCE_ID, seq);
 	return packet;
 }
+
+static size_t packet_begin(struct pbw *w, uint64_t ts)
+{
+	return packet_begin_seq(w, ts, PERFETTO_SEQUENCE_ID);
+}
+
+static void write_opt_string(struct pbw *w, uint32_t field, const char *s)
+{
+	if (s && *s)
+		pbw_string(w, field, s);
+}
+
+static const char *string_at(const Hostprof__Snapshot *s, uint32_t idx)
+{
+	/* validate() checked idx; a NULL entry in a hand-built table reads as "". */
+	return s->strings[idx] ? s->strings[idx] : "";
+}
+
+/* The letter(s) `ps` and the sched_switch tracepoint print for a prev_state value. */
+static const char *state_name(uint32_t state, char *buf, size_t len)
+{
+	switch (state) {
+	case 0x0:
+		return "R";
+	case 0x1:
+		return "S";
+	case 0x2:
+		return "D";
+	case 0x4:
+		return "T";
+	case 0x8:
+		return "t";
+	case 0x10:
+		return "X";
+	case 0x20:
+		return "Z";
+	case 0x40:
+		return "P";
+	case 0x80:
+		return "I";
+	case 0x100:
+		return "R+";
+	}
+	snprintf(buf, len, "0x%x", state);
+	return buf;
+}
+
+/* ---- 1-3. Clocks, system, process tree --------------------------------------------------- */
 
 static void write_clock(struct pbw *w, uint32_t clock_id, uint64_t ts)
 {
@@ -291,12 +620,6 @@ static int write_clock_snapshot(struct exporter *e)
 	pbw_varint(w, CLOCK_SNAPSHOT_PRIMARY_TRACE_CLOCK, BUILTIN_CLOCK_BOOTTIME);
 	pbw_end(w, cs);
 	return packet_end(e, packet);
-}
-
-static void write_opt_string(struct pbw *w, uint32_t field, const char *s)
-{
-	if (s && *s)
-		pbw_string(w, field, s);
 }
 
 static int write_system_info(struct exporter *e)
@@ -376,11 +699,149 @@ static int write_process_tree(struct exporter *e)
 	return 0;
 }
 
-static const char *string_at(const Hostprof__Snapshot *s, uint32_t idx)
+/* ---- The thread index -------------------------------------------------------------------- */
+
+static int cmp_u32(const void *a, const void *b)
 {
-	/* validate() checked idx; a NULL entry in a hand-built table reads as "". */
-	return s->strings[idx] ? s->strings[idx] : "";
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
 }
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static struct thread_info *thread_find(struct exporter *e, uint32_t tid)
+{
+	size_t lo = 0, hi = e->nthreads;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (e->threads[mid].tid == tid)
+			return &e->threads[mid];
+		if (e->threads[mid].tid < tid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+static void append_tids(uint32_t *tids, size_t *n, const uint32_t *col, size_t len)
+{
+	memcpy(tids + *n, col, len * sizeof(*col));
+	*n += len;
+}
+
+/* A thread's pid, when the thread was not known by it yet. */
+static void note_pid(struct exporter *e, uint32_t tid, uint32_t pid)
+{
+	struct thread_info *t = thread_find(e, tid);
+
+	if (t && !t->pid)
+		t->pid = pid;
+}
+
+/*
+ * Every tid of the snapshot, with its pid, name and first known prio: from Snapshot.threads
+ * first, then from the tables.
+ */
+static int build_thread_index(struct exporter *e)
+{
+	const Hostprof__Snapshot *s = e->snap;
+	const Hostprof__SchedSwitchTable *sw = s->switches;
+	const Hostprof__WakeupTable *wk = s->wakeups;
+	const Hostprof__SyscallTable *sc = s->syscalls;
+	const Hostprof__OffCpuTable *off = s->offcpu;
+	const Hostprof__MigrationTable *mg = s->migrations;
+	const Hostprof__SampleTable *smp = s->samples;
+	_cleanup_free_ uint32_t *tids = NULL;
+	size_t i, n = 0, total, nsw;
+
+	nsw = sw ? sw->n_ts_delta : 0;
+	total = s->n_threads + s->n_markers + 2 * nsw + (wk ? 2 * wk->n_ts_delta : 0) +
+		(sc ? sc->n_ts_delta : 0) + (off ? off->n_ts_delta : 0) + (mg ? mg->n_ts_delta : 0) +
+		(smp ? smp->n_ts_delta : 0);
+	tids = malloc(MAX(total, (size_t)1) * sizeof(*tids));
+	if (!tids)
+		return -ENOMEM;
+	for (i = 0; i < s->n_threads; i++)
+		tids[n++] = s->threads[i]->tid;
+	for (i = 0; i < s->n_markers; i++)
+		tids[n++] = s->markers[i]->tid;
+	if (sw) {
+		append_tids(tids, &n, sw->prev_tid, nsw);
+		append_tids(tids, &n, sw->next_tid, nsw);
+	}
+	if (wk) {
+		append_tids(tids, &n, wk->tid, wk->n_ts_delta);
+		append_tids(tids, &n, wk->waker_tid, wk->n_ts_delta);
+	}
+	if (sc)
+		append_tids(tids, &n, sc->tid, sc->n_ts_delta);
+	if (off)
+		append_tids(tids, &n, off->tid, off->n_ts_delta);
+	if (mg)
+		append_tids(tids, &n, mg->tid, mg->n_ts_delta);
+	if (smp)
+		append_tids(tids, &n, smp->tid, smp->n_ts_delta);
+
+	qsort(tids, n, sizeof(*tids), cmp_u32);
+	e->threads = calloc(MAX(n, (size_t)1), sizeof(*e->threads));
+	if (!e->threads)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		if (e->nthreads && e->threads[e->nthreads - 1].tid == tids[i])
+			continue;
+		e->threads[e->nthreads].tid = tids[i];
+		e->threads[e->nthreads].prio = PRIO_UNKNOWN;
+		e->nthreads++;
+	}
+
+	for (i = 0; i < s->n_threads; i++) {
+		struct thread_info *t = thread_find(e, s->threads[i]->tid);
+
+		t->pid = s->threads[i]->pid;
+		if (s->threads[i]->comm && *s->threads[i]->comm)
+			t->comm = s->threads[i]->comm;
+	}
+	for (i = 0; i < nsw; i++) {
+		struct thread_info *p = thread_find(e, sw->prev_tid[i]), *q = thread_find(e, sw->next_tid[i]);
+
+		if (p->prio == PRIO_UNKNOWN)
+			p->prio = sw->prev_prio[i];
+		if (!p->comm && *string_at(s, sw->prev_comm[i]))
+			p->comm = string_at(s, sw->prev_comm[i]);
+		if (!p->pid)
+			p->pid = sw->prev_pid[i];
+		if (q->prio == PRIO_UNKNOWN)
+			q->prio = sw->next_prio[i];
+		if (!q->comm && *string_at(s, sw->next_comm[i]))
+			q->comm = string_at(s, sw->next_comm[i]);
+		if (!q->pid)
+			q->pid = sw->next_pid[i];
+	}
+	for (i = 0; wk && i < wk->n_ts_delta; i++) {
+		note_pid(e, wk->tid[i], wk->pid[i]);
+		note_pid(e, wk->waker_tid[i], wk->waker_pid[i]);
+	}
+	for (i = 0; sc && i < sc->n_ts_delta; i++)
+		note_pid(e, sc->tid[i], sc->pid[i]);
+	for (i = 0; off && i < off->n_ts_delta; i++)
+		note_pid(e, off->tid[i], off->pid[i]);
+	for (i = 0; mg && i < mg->n_ts_delta; i++)
+		note_pid(e, mg->tid[i], mg->pid[i]);
+	for (i = 0; smp && i < smp->n_ts_delta; i++)
+		note_pid(e, smp->tid[i], smp->pid[i]);
+	return 0;
+}
+
+/* ---- 4. sched_switch and sched_waking, bundled per CPU --------------------------------- */
 
 static void write_sched_switch(struct pbw *w, const Hostprof__Snapshot *s, size_t i, uint64_t ts)
 {
@@ -402,6 +863,27 @@ static void write_sched_switch(struct pbw *w, const Hostprof__Snapshot *s, size_
 	pbw_end(w, ev);
 }
 
+static void write_sched_waking(struct exporter *e, size_t i, uint64_t ts, int32_t prio)
+{
+	const Hostprof__WakeupTable *t = e->snap->wakeups;
+	const struct thread_info *woken = thread_find(e, t->tid[i]);
+	struct pbw *w = &e->w;
+	size_t ev, wk;
+
+	ev = pbw_begin(w, BUNDLE_EVENT);
+	pbw_varint(w, FTRACE_EVENT_TIMESTAMP, ts);
+	pbw_varint(w, FTRACE_EVENT_PID, t->waker_tid[i]);
+	wk = pbw_begin(w, FTRACE_EVENT_SCHED_WAKING);
+	pbw_string(w, SCHED_WAKING_COMM, woken && woken->comm ? woken->comm : "");
+	pbw_varint(w, SCHED_WAKING_PID, t->tid[i]);
+	if (prio != PRIO_UNKNOWN)
+		pbw_int(w, SCHED_WAKING_PRIO, prio);
+	pbw_varint(w, SCHED_WAKING_SUCCESS, 1);
+	pbw_varint(w, SCHED_WAKING_TARGET_CPU, t->target_cpu[i]);
+	pbw_end(w, wk);
+	pbw_end(w, ev);
+}
+
 static int write_bundle(struct exporter *e, uint32_t cpu, struct cpu_batch *b)
 {
 	struct pbw *w = &e->w;
@@ -411,52 +893,86 @@ static int write_bundle(struct exporter *e, uint32_t cpu, struct cpu_batch *b)
 	packet = packet_begin(w, b->ts[0]);
 	bundle = pbw_begin(w, PACKET_FTRACE_EVENTS);
 	pbw_varint(w, BUNDLE_CPU, cpu);
-	for (k = 0; k < b->n; k++)
-		write_sched_switch(w, e->snap, b->idx[k], b->ts[k]);
+	for (k = 0; k < b->n; k++) {
+		if (b->kind[k] == EV_SWITCH)
+			write_sched_switch(w, e->snap, b->idx[k], b->ts[k]);
+		else
+			write_sched_waking(e, b->idx[k], b->ts[k], b->prio[k]);
+	}
 	pbw_end(w, bundle);
 	b->n = 0;
 	return packet_end(e, packet);
 }
 
-static int write_switches(struct exporter *e)
+static int batch_add(struct exporter *e, uint32_t cpu, uint8_t kind, size_t idx, uint64_t ts, int32_t prio)
+{
+	struct cpu_batch *b = e->batches[cpu];
+
+	if (!b) {
+		b = malloc(sizeof(*b));
+		if (!b)
+			return -ENOMEM;
+		b->n = 0;
+		e->batches[cpu] = b;
+	}
+	b->idx[b->n] = (uint32_t)idx;
+	b->ts[b->n] = ts;
+	b->prio[b->n] = prio;
+	b->kind[b->n] = kind;
+	if (++b->n == EXPORT_BUNDLE_EVENTS)
+		return write_bundle(e, cpu, b);
+	return 0;
+}
+
+static int write_sched(struct exporter *e)
 {
 	const Hostprof__SchedSwitchTable *t = e->snap->switches;
-	uint64_t ts = e->snap->start_ns;
-	struct cpu_batch *b;
-	size_t i, n;
+	const Hostprof__WakeupTable *wk = e->snap->wakeups;
+	uint64_t ts_sw = e->snap->start_ns, ts_wk = e->snap->start_ns;
+	size_t i = 0, j = 0, nsw, nwk;
 	uint32_t cpu;
 	int r;
 
-	n = t ? t->n_ts_delta : 0;
-	if (n == 0)
+	nsw = t ? t->n_ts_delta : 0;
+	nwk = wk ? wk->n_ts_delta : 0;
+	if (nsw + nwk == 0)
 		return 0;
 
 	e->batches = calloc(e->ncpus, sizeof(*e->batches));
 	if (!e->batches)
 		return -ENOMEM;
 
-	for (i = 0; i < n; i++) {
-		ts += t->ts_delta[i];
-		cpu = t->cpu[i];
-		b = e->batches[cpu];
-		if (!b) {
-			b = malloc(sizeof(*b));
-			if (!b)
-				return -ENOMEM;
-			b->n = 0;
-			e->batches[cpu] = b;
-		}
-		b->idx[b->n] = (uint32_t)i;
-		b->ts[b->n] = ts;
-		if (++b->n == EXPORT_BUNDLE_EVENTS) {
-			r = write_bundle(e, cpu, b);
+	if (nsw)
+		ts_sw += t->ts_delta[0];
+	if (nwk)
+		ts_wk += wk->ts_delta[0];
+	while (i < nsw || j < nwk) {
+		if (j < nwk && (i == nsw || ts_wk <= ts_sw)) {
+			const struct thread_info *woken = thread_find(e, wk->tid[j]);
+
+			r = batch_add(e, wk->cpu[j], EV_WAKING, j, ts_wk, woken ? woken->prio : PRIO_UNKNOWN);
 			if (r < 0)
 				return r;
+			if (++j < nwk)
+				ts_wk += wk->ts_delta[j];
+		} else {
+			struct thread_info *p = thread_find(e, t->prev_tid[i]),
+					   *q = thread_find(e, t->next_tid[i]);
+
+			/* the prio a later sched_waking of these tasks reports */
+			p->prio = t->prev_prio[i];
+			q->prio = t->next_prio[i];
+			r = batch_add(e, t->cpu[i], EV_SWITCH, i, ts_sw, 0);
+			if (r < 0)
+				return r;
+			if (++i < nsw)
+				ts_sw += t->ts_delta[i];
 		}
 	}
 
 	for (cpu = 0; cpu < e->ncpus; cpu++) {
-		b = e->batches[cpu];
+		struct cpu_batch *b = e->batches[cpu];
+
 		if (!b || b->n == 0)
 			continue;
 		r = write_bundle(e, cpu, b);
@@ -466,10 +982,555 @@ static int write_switches(struct exporter *e)
 	return 0;
 }
 
+/* ---- 5. Thread tracks: syscalls, off-CPU intervals, migrations, markers -------------- */
+
+static int describe_thread(struct exporter *e, struct thread_info *t, uint32_t pid)
+{
+	struct pbw *w = &e->w;
+	size_t packet, td, thread;
+
+	packet = packet_begin(w, 0);
+	td = pbw_begin(w, PACKET_TRACK_DESCRIPTOR);
+	pbw_varint(w, TRACK_DESCRIPTOR_UUID, THREAD_TRACK_UUID(t->tid));
+	thread = pbw_begin(w, TRACK_DESCRIPTOR_THREAD);
+	pbw_varint(w, THREAD_DESCRIPTOR_PID, t->pid ? t->pid : pid);
+	pbw_varint(w, THREAD_DESCRIPTOR_TID, t->tid);
+	write_opt_string(w, THREAD_DESCRIPTOR_THREAD_NAME, t->comm);
+	pbw_end(w, thread);
+	pbw_end(w, td);
+	t->described = true;
+	return packet_end(e, packet);
+}
+
+static int describe_process(struct exporter *e)
+{
+	const Hostprof__Snapshot *s = e->snap;
+	const char *name = NULL;
+	struct pbw *w = &e->w;
+	size_t packet, td, proc, i;
+
+	for (i = 0; i < s->n_processes; i++)
+		if (s->processes[i]->pid == s->pid)
+			name = s->processes[i]->comm;
+	packet = packet_begin(w, 0);
+	td = pbw_begin(w, PACKET_TRACK_DESCRIPTOR);
+	pbw_varint(w, TRACK_DESCRIPTOR_UUID, PROCESS_TRACK_UUID(s->pid));
+	proc = pbw_begin(w, TRACK_DESCRIPTOR_PROCESS);
+	pbw_varint(w, PROCESS_DESCRIPTOR_PID, s->pid);
+	write_opt_string(w, PROCESS_DESCRIPTOR_PROCESS_NAME, name);
+	pbw_end(w, proc);
+	pbw_end(w, td);
+	e->process_described = true;
+	return packet_end(e, packet);
+}
+
+/* The uuid of tid's track (of the process's when tid is 0), described on first use. */
+static int track_of(struct exporter *e, uint32_t tid, uint32_t pid, uint64_t *ret_uuid)
+{
+	struct thread_info *t;
+	int r;
+
+	if (tid == 0) {
+		if (!e->process_described) {
+			r = describe_process(e);
+			if (r < 0)
+				return r;
+		}
+		*ret_uuid = PROCESS_TRACK_UUID(e->snap->pid);
+		return 0;
+	}
+	t = thread_find(e, tid);
+	if (!t) /* build_thread_index() saw every tid */
+		return -EINVAL;
+	if (!t->described) {
+		r = describe_thread(e, t, pid);
+		if (r < 0)
+			return r;
+	}
+	*ret_uuid = THREAD_TRACK_UUID(tid);
+	return 0;
+}
+
+/* Opens a TrackEvent packet; returns the track_event token, the packet's in *ret_packet. */
+static size_t event_begin(struct pbw *w, uint64_t ts, uint64_t uuid, uint32_t type, const char *category,
+			  const char *name, size_t *ret_packet)
+{
+	size_t packet = packet_begin(w, ts), ev = pbw_begin(w, PACKET_TRACK_EVENT);
+
+	pbw_varint(w, TRACK_EVENT_TYPE, type);
+	pbw_varint(w, TRACK_EVENT_TRACK_UUID, uuid);
+	if (category)
+		pbw_string(w, TRACK_EVENT_CATEGORIES, category);
+	if (name)
+		pbw_string(w, TRACK_EVENT_NAME, name);
+	*ret_packet = packet;
+	return ev;
+}
+
+static int event_end(struct exporter *e, size_t packet, size_t ev)
+{
+	pbw_end(&e->w, ev);
+	return packet_end(e, packet);
+}
+
+static int slice_end(struct exporter *e, uint64_t ts, uint64_t uuid)
+{
+	size_t packet, ev = event_begin(&e->w, ts, uuid, TYPE_SLICE_END, NULL, NULL, &packet);
+
+	return event_end(e, packet, ev);
+}
+
+static void annotate_uint(struct pbw *w, const char *name, uint64_t v)
+{
+	size_t a = pbw_begin(w, TRACK_EVENT_DEBUG_ANNOTATIONS);
+
+	pbw_string(w, DEBUG_ANNOTATION_NAME, name);
+	pbw_varint(w, DEBUG_ANNOTATION_UINT_VALUE, v);
+	pbw_end(w, a);
+}
+
+static void annotate_int(struct pbw *w, const char *name, int64_t v)
+{
+	size_t a = pbw_begin(w, TRACK_EVENT_DEBUG_ANNOTATIONS);
+
+	pbw_string(w, DEBUG_ANNOTATION_NAME, name);
+	pbw_int(w, DEBUG_ANNOTATION_INT_VALUE, v);
+	pbw_end(w, a);
+}
+
+static void annotate_string(struct pbw *w, const char *name, const char *v)
+{
+	size_t a = pbw_begin(w, TRACK_EVENT_DEBUG_ANNOTATIONS);
+
+	pbw_string(w, DEBUG_ANNOTATION_NAME, name);
+	pbw_string(w, DEBUG_ANNOTATION_STRING_VALUE, v);
+	pbw_end(w, a);
+}
+
+static int write_syscalls(struct exporter *e)
+{
+	const Hostprof__Snapshot *s = e->snap;
+	const Hostprof__SyscallTable *t = s->syscalls;
+	struct pbw *w = &e->w;
+	uint64_t ts = s->start_ns, uuid;
+	char name[32];
+	size_t i, n, packet, ev;
+	int r;
+
+	n = t ? t->n_ts_delta : 0;
+	for (i = 0; i < n; i++) {
+		const char *sys = t->nr[i] < s->n_syscall_names ? s->syscall_names[t->nr[i]] : NULL;
+
+		ts += t->ts_delta[i];
+		if (!sys || !*sys) {
+			snprintf(name, sizeof(name), "syscall_%" PRIu32, t->nr[i]);
+			sys = name;
+		}
+		r = track_of(e, t->tid[i], t->pid[i], &uuid);
+		if (r < 0)
+			return r;
+		ev = event_begin(w, ts, uuid, TYPE_SLICE_BEGIN, "syscall", sys, &packet);
+		annotate_uint(w, "nr", t->nr[i]);
+		annotate_uint(w, "arg0", t->arg0[i]);
+		annotate_uint(w, "arg1", t->arg1[i]);
+		annotate_uint(w, "arg2", t->arg2[i]);
+		annotate_int(w, "ret", t->ret[i]);
+		annotate_uint(w, "duration_ns", t->dur_ns[i]);
+		annotate_uint(w, "cpu", t->cpu[i]);
+		r = event_end(e, packet, ev);
+		if (r < 0)
+			return r;
+		r = slice_end(e, ts + t->dur_ns[i], uuid);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* One frame as text: its function, else module+0xoffset, else "[unknown]". */
+static int frame_text(const Hostprof__Snapshot *s, uint32_t idx, char *buf, size_t len)
+{
+	const Hostprof__Frame *f = s->frames[idx];
+	const char *file, *slash;
+
+	if (f->function && *f->function)
+		return snprintf(buf, len, "%s", f->function);
+	if (f->mapping) {
+		file = s->mappings[f->mapping - 1]->file;
+		if (file && *file) {
+			slash = strrchr(file, '/');
+			return snprintf(buf, len, "%s+0x%" PRIx64, slash ? slash + 1 : file,
+					f->module_offset);
+		}
+	}
+	return snprintf(buf, len, "[unknown]");
+}
+
+/*
+ * Stack stack_ref (index + 1) as text in e->text: innermost first, " <- " between frames,
+ * " ..." at the end of a stack that was cut, at capture or here for its length.
+ */
+static const char *stack_text(struct exporter *e, uint32_t stack_ref)
+{
+	static const char more[] = " ...";
+	const Hostprof__Stack *st = e->snap->stacks[stack_ref - 1];
+	size_t i, len = 0, cap = sizeof(e->text) - sizeof(more);
+	int n;
+
+	for (i = 0; i < st->n_frames; i++) {
+		if (i) {
+			n = snprintf(e->text + len, cap - len, " <- ");
+			if (n < 0 || (size_t)n >= cap - len)
+				break;
+			len += n;
+		}
+		n = frame_text(e->snap, st->frames[i], e->text + len, cap - len);
+		if (n < 0 || (size_t)n >= cap - len)
+			break;
+		len += n;
+	}
+	e->text[len] = '\0'; /* drops a part that did not fit */
+	if (i < st->n_frames || st->truncated)
+		memcpy(e->text + len, more, sizeof(more));
+	return e->text;
+}
+
+static int write_offcpu(struct exporter *e)
+{
+	const Hostprof__Snapshot *s = e->snap;
+	const Hostprof__OffCpuTable *t = s->offcpu;
+	struct pbw *w = &e->w;
+	uint64_t ts = s->start_ns, uuid;
+	char name[32], buf[16];
+	size_t i, n, packet, ev;
+	const char *state;
+	int r;
+
+	n = t ? t->n_ts_delta : 0;
+	for (i = 0; i < n; i++) {
+		ts += t->ts_delta[i];
+		r = track_of(e, t->tid[i], t->pid[i], &uuid);
+		if (r < 0)
+			return r;
+		state = state_name(t->state[i], buf, sizeof(buf));
+		snprintf(name, sizeof(name), "off-cpu %s", state);
+		ev = event_begin(w, ts, uuid, TYPE_SLICE_BEGIN, "sched", name, &packet);
+		annotate_string(w, "state", state);
+		annotate_uint(w, "duration_ns", t->dur_ns[i]);
+		if (t->waker_tid[i]) {
+			annotate_uint(w, "waker_tid", t->waker_tid[i]);
+			annotate_uint(w, "waker_pid", t->waker_pid[i]);
+			annotate_string(w, "waker_comm", string_at(s, t->waker_comm[i]));
+		}
+		annotate_uint(w, "cpu", t->cpu[i]);
+		if (t->kstack[i])
+			annotate_string(w, "kernel_stack", stack_text(e, t->kstack[i]));
+		if (t->ustack[i])
+			annotate_string(w, "user_stack", stack_text(e, t->ustack[i]));
+		r = event_end(e, packet, ev);
+		if (r < 0)
+			return r;
+		r = slice_end(e, ts + t->dur_ns[i], uuid);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int write_migrations(struct exporter *e)
+{
+	const Hostprof__MigrationTable *t = e->snap->migrations;
+	struct pbw *w = &e->w;
+	uint64_t ts = e->snap->start_ns, uuid;
+	size_t i, n, packet, ev;
+	char name[48];
+	int r;
+
+	n = t ? t->n_ts_delta : 0;
+	for (i = 0; i < n; i++) {
+		ts += t->ts_delta[i];
+		r = track_of(e, t->tid[i], t->pid[i], &uuid);
+		if (r < 0)
+			return r;
+		snprintf(name, sizeof(name), "migrate %" PRIu32 "->%" PRIu32, t->from_cpu[i], t->to_cpu[i]);
+		ev = event_begin(w, ts, uuid, TYPE_INSTANT, "sched", name, &packet);
+		annotate_uint(w, "from_cpu", t->from_cpu[i]);
+		annotate_uint(w, "to_cpu", t->to_cpu[i]);
+		r = event_end(e, packet, ev);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int write_markers(struct exporter *e)
+{
+	const Hostprof__Snapshot *s = e->snap;
+	struct pbw *w = &e->w;
+	size_t i, packet, ev;
+	uint64_t uuid;
+	int r;
+
+	for (i = 0; i < s->n_markers; i++) {
+		const Hostprof__Marker *m = s->markers[i];
+
+		r = track_of(e, m->tid, s->pid, &uuid);
+		if (r < 0)
+			return r;
+		ev = event_begin(w, m->ts, uuid, TYPE_INSTANT, "marker",
+				 m->name && *m->name ? m->name : "marker", &packet);
+		if (m->detail && *m->detail)
+			annotate_string(w, "detail", m->detail);
+		r = event_end(e, packet, ev);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* ---- 6. Samples ------------------------------------------------------------------------ */
+
+static int hex_value(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* The raw bytes of a hex build id; 0 when there is none or it is not hex. */
+static size_t build_id_bytes(const char *hex, uint8_t *out, size_t max)
+{
+	size_t i, len = hex ? strlen(hex) : 0;
+
+	if (len == 0 || len % 2 || len / 2 > max)
+		return 0;
+	for (i = 0; i < len / 2; i++) {
+		int hi = hex_value(hex[2 * i]), lo = hex_value(hex[2 * i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return 0;
+		out[i] = (uint8_t)(hi << 4 | lo);
+	}
+	return len / 2;
+}
+
+static void intern_string(struct pbw *w, uint32_t field, uint64_t iid, const void *data, size_t len)
+{
+	size_t entry = pbw_begin(w, field);
+
+	pbw_varint(w, INTERNED_STRING_IID, iid);
+	pbw_bytes(w, INTERNED_STRING_STR, data, len);
+	pbw_end(w, entry);
+}
+
+/* The mapping of a frame (mapping index + 1; 0: none, the "[unknown]" one) into InternedData. */
+static uint64_t intern_mapping(struct exporter *e, uint32_t mapping)
+{
+	const Hostprof__Snapshot *s = e->snap;
+	size_t idx = mapping ? mapping - 1 : s->n_mappings;
+	uint64_t iid = idx + 1;
+	uint8_t id[EXPORT_BUILD_ID_MAX];
+	struct pbw *w = &e->w;
+	const char *path = "[unknown]";
+	size_t id_len = 0, m;
+
+	if (e->mapping_sent[idx])
+		return iid;
+	if (mapping) {
+		const Hostprof__Mapping *mp = s->mappings[idx];
+
+		if (mp->file && *mp->file)
+			path = mp->file;
+		id_len = build_id_bytes(mp->build_id, id, sizeof(id));
+	}
+	if (id_len)
+		intern_string(w, INTERNED_BUILD_IDS, iid, id, id_len);
+	intern_string(w, INTERNED_MAPPING_PATHS, iid, path, strlen(path));
+	m = pbw_begin(w, INTERNED_MAPPINGS);
+	pbw_varint(w, MAPPING_IID, iid);
+	if (id_len)
+		pbw_varint(w, MAPPING_BUILD_ID, iid);
+	if (mapping) {
+		const Hostprof__Mapping *mp = s->mappings[idx];
+
+		pbw_varint(w, MAPPING_START, mp->start);
+		pbw_varint(w, MAPPING_END, mp->limit);
+		if (mp->offset)
+			pbw_varint(w, MAPPING_EXACT_OFFSET, mp->offset);
+	}
+	pbw_varint(w, MAPPING_PATH_STRING_IDS, iid);
+	pbw_end(w, m);
+	e->mapping_sent[idx] = true;
+	return iid;
+}
+
+static void intern_frame(struct exporter *e, uint32_t idx)
+{
+	const Hostprof__Snapshot *s = e->snap;
+	const Hostprof__Frame *f = s->frames[idx];
+	struct pbw *w = &e->w;
+	uint64_t mapping_iid, rel_pc = f->address;
+	size_t fr;
+
+	if (e->frame_sent[idx])
+		return;
+	mapping_iid = intern_mapping(e, f->mapping);
+	if (f->module_offset) {
+		rel_pc = f->module_offset;
+	} else if (f->mapping) {
+		const Hostprof__Mapping *mp = s->mappings[f->mapping - 1];
+
+		if (f->address >= mp->start && f->address < mp->limit)
+			rel_pc = f->address - mp->start + mp->offset;
+	}
+	if (f->function && *f->function)
+		intern_string(w, INTERNED_FUNCTION_NAMES, idx + 1, f->function, strlen(f->function));
+	fr = pbw_begin(w, INTERNED_FRAMES);
+	pbw_varint(w, FRAME_IID, idx + 1);
+	if (f->function && *f->function)
+		pbw_varint(w, FRAME_FUNCTION_NAME_ID, idx + 1);
+	pbw_varint(w, FRAME_MAPPING_ID, mapping_iid);
+	pbw_varint(w, FRAME_REL_PC, rel_pc);
+	pbw_varint(w, FRAME_KIND,
+		   f->kernel ? FRAME_KIND_KERNEL :
+		   f->jit    ? FRAME_KIND_JIT :
+			       FRAME_KIND_NATIVE);
+	pbw_end(w, fr);
+	e->frame_sent[idx] = true;
+}
+
+/* Frame ids of a stack (index + 1; 0: none), outermost first. */
+static void write_frame_ids(struct pbw *w, const Hostprof__Snapshot *s, uint32_t stack_ref)
+{
+	const Hostprof__Stack *st;
+	size_t i;
+
+	if (!stack_ref)
+		return;
+	st = s->stacks[stack_ref - 1];
+	for (i = st->n_frames; i > 0; i--)
+		pbw_varint(w, CALLSTACK_FRAME_IDS, (uint64_t)st->frames[i - 1] + 1);
+}
+
+static void intern_stack_frames(struct exporter *e, uint32_t stack_ref)
+{
+	const Hostprof__Stack *st;
+	size_t i;
+
+	if (!stack_ref)
+		return;
+	st = e->snap->stacks[stack_ref - 1];
+	for (i = 0; i < st->n_frames; i++)
+		intern_frame(e, st->frames[i]);
+}
+
+/* The callstack of key (kstack << 32 | ustack), interned in this packet unless sent before. */
+static uint64_t intern_callstack(struct exporter *e, uint64_t key)
+{
+	const uint64_t *found = bsearch(&key, e->stack_keys, e->nkeys, sizeof(key), cmp_u64);
+	uint32_t kstack = (uint32_t)(key >> 32), ustack = (uint32_t)key;
+	size_t pos = (size_t)(found - e->stack_keys), data, cs;
+	struct pbw *w = &e->w;
+
+	if (e->key_sent[pos])
+		return pos + 1;
+	data = pbw_begin(w, PACKET_INTERNED_DATA);
+	intern_stack_frames(e, ustack);
+	intern_stack_frames(e, kstack);
+	cs = pbw_begin(w, INTERNED_CALLSTACKS);
+	pbw_varint(w, CALLSTACK_IID, pos + 1);
+	write_frame_ids(w, e->snap, ustack);
+	write_frame_ids(w, e->snap, kstack);
+	pbw_end(w, cs);
+	pbw_end(w, data);
+	e->key_sent[pos] = true;
+	return pos + 1;
+}
+
+static int prepare_samples(struct exporter *e)
+{
+	const Hostprof__Snapshot *s = e->snap;
+	const Hostprof__SampleTable *t = s->samples;
+	size_t i, n = t->n_ts_delta;
+
+	e->stack_keys = malloc(MAX(n, (size_t)1) * sizeof(*e->stack_keys));
+	e->frame_sent = calloc(MAX(s->n_frames, (size_t)1), sizeof(*e->frame_sent));
+	e->mapping_sent = calloc(s->n_mappings + 1, sizeof(*e->mapping_sent));
+	if (!e->stack_keys || !e->frame_sent || !e->mapping_sent)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		uint64_t key = (uint64_t)t->kstack[i] << 32 | t->ustack[i];
+
+		if (key)
+			e->stack_keys[e->nkeys++] = key;
+	}
+	qsort(e->stack_keys, e->nkeys, sizeof(*e->stack_keys), cmp_u64);
+	n = e->nkeys;
+	e->nkeys = 0;
+	for (i = 0; i < n; i++)
+		if (!e->nkeys || e->stack_keys[e->nkeys - 1] != e->stack_keys[i])
+			e->stack_keys[e->nkeys++] = e->stack_keys[i];
+	e->key_sent = calloc(MAX(e->nkeys, (size_t)1), sizeof(*e->key_sent));
+	if (!e->key_sent)
+		return -ENOMEM;
+	return 0;
+}
+
+static int write_samples(struct exporter *e)
+{
+	const Hostprof__SampleTable *t = e->snap->samples;
+	uint64_t ts = e->snap->start_ns;
+	struct pbw *w = &e->w;
+	size_t i, packet, ps;
+	int r;
+
+	if (!t || t->n_ts_delta == 0)
+		return 0;
+	r = prepare_samples(e);
+	if (r < 0)
+		return r;
+
+	for (i = 0; i < t->n_ts_delta; i++) {
+		uint64_t key = (uint64_t)t->kstack[i] << 32 | t->ustack[i], iid = 0;
+		uint32_t flags = SEQ_NEEDS_INCREMENTAL_STATE;
+
+		ts += t->ts_delta[i];
+		if (!e->profile_started) {
+			flags |= SEQ_INCREMENTAL_STATE_CLEARED;
+			e->profile_started = true;
+		}
+		packet = packet_begin_seq(w, ts, PERFETTO_PROFILE_SEQUENCE_ID);
+		pbw_varint(w, PACKET_SEQUENCE_FLAGS, flags);
+		if (key)
+			iid = intern_callstack(e, key);
+		ps = pbw_begin(w, PACKET_PERF_SAMPLE);
+		pbw_varint(w, PERF_SAMPLE_CPU, t->cpu[i]);
+		pbw_varint(w, PERF_SAMPLE_PID, t->pid[i]);
+		pbw_varint(w, PERF_SAMPLE_TID, t->tid[i]);
+		if (iid)
+			pbw_varint(w, PERF_SAMPLE_CALLSTACK_IID, iid);
+		pbw_varint(w, PERF_SAMPLE_CPU_MODE, t->kstack[i] ? CPU_MODE_KERNEL : CPU_MODE_USER);
+		pbw_end(w, ps);
+		r = packet_end(e, packet);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* ---- The whole trace ------------------------------------------------------------------- */
+
 static int write_trace(struct exporter *e)
 {
 	int r;
 
+	r = build_thread_index(e);
+	if (r < 0)
+		return r;
 	r = write_clock_snapshot(e);
 	if (r < 0)
 		return r;
@@ -479,7 +1540,22 @@ static int write_trace(struct exporter *e)
 	r = write_process_tree(e);
 	if (r < 0)
 		return r;
-	r = write_switches(e);
+	r = write_sched(e);
+	if (r < 0)
+		return r;
+	r = write_syscalls(e);
+	if (r < 0)
+		return r;
+	r = write_offcpu(e);
+	if (r < 0)
+		return r;
+	r = write_migrations(e);
+	if (r < 0)
+		return r;
+	r = write_markers(e);
+	if (r < 0)
+		return r;
+	r = write_samples(e);
 	if (r < 0)
 		return r;
 	r = flush(e);
@@ -499,6 +1575,11 @@ static void exporter_free(struct exporter *e)
 		for (cpu = 0; cpu < e->ncpus; cpu++)
 			free(e->batches[cpu]);
 	free(e->batches);
+	free(e->threads);
+	free(e->stack_keys);
+	free(e->key_sent);
+	free(e->frame_sent);
+	free(e->mapping_sent);
 	pbw_free(&e->w);
 }
 

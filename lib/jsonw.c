@@ -148,6 +148,12 @@ void jsonw_bool(struct jsonw *j, bool v)
 	fputs(v ? "true" : "false", j->f);
 }
 
+void jsonw_null(struct jsonw *j)
+{
+	sep(j);
+	fputs("null", j->f);
+}
+
 void jsonw_string_field(struct jsonw *j, const char *name, const char *s)
 {
 	jsonw_name(j, name);
@@ -176,4 +182,30 @@ void jsonw_bool_field(struct jsonw *j, const char *name, bool v)
 {
 	jsonw_name(j, name);
 	jsonw_bool(j, v);
+}
+
+void jsonw_fixed(struct jsonw *j, int64_t v, unsigned int decimals)
+{
+	uint64_t mag = v < 0 ? -(uint64_t)v : (uint64_t)v, scale = 1, frac;
+	unsigned int i, digits = decimals;
+
+	if (decimals > 18)
+		decimals = digits = 18;
+	for (i = 0; i < decimals; i++)
+		scale *= 10;
+	frac = mag % scale;
+	while (digits && frac % 10 == 0) {
+		frac /= 10;
+		digits--;
+	}
+	sep(j);
+	fprintf(j->f, "%s%" PRIu64, v < 0 ? "-" : "", mag / scale);
+	if (digits)
+		fprintf(j->f, ".%0*" PRIu64, (int)digits, frac);
+}
+
+void jsonw_fixed_field(struct jsonw *j, const char *name, int64_t v, unsigned int decimals)
+{
+	jsonw_name(j, name);
+	jsonw_fixed(j, v, decimals);
 }

@@ -27,11 +27,20 @@ void jsonw_uint(struct jsonw *j, uint64_t v);
 void jsonw_int(struct jsonw *j, int64_t v);
 void jsonw_float(struct jsonw *j, double v);
 void jsonw_bool(struct jsonw *j, bool v);
+void jsonw_null(struct jsonw *j);
 
 void jsonw_string_field(struct jsonw *j, const char *name, const char *s);
 void jsonw_uint_field(struct jsonw *j, const char *name, uint64_t v);
 void jsonw_int_field(struct jsonw *j, const char *name, int64_t v);
 void jsonw_float_field(struct jsonw *j, const char *name, double v);
 void jsonw_bool_field(struct jsonw *j, const char *name, bool v);
+
+/*
+ * A fixed-point number written exactly: v / 10^decimals (decimals <= 18), without a
+ * trailing zero or point: (1500, 3) "1.5", (-7, 3) "-0.007", (42000, 3) "42". For values
+ * that a double would round, such as nanoseconds written as microseconds.
+ */
+void jsonw_fixed(struct jsonw *j, int64_t v, unsigned int decimals);
+void jsonw_fixed_field(struct jsonw *j, const char *name, int64_t v, unsigned int decimals);
 
 #endif

@@ -12,9 +12,14 @@ expect_rc 2 "unknown command" -- "$HOSTPROFCTL" frobnicate
 expect_rc 2 "snapshot without --pid" -- ctl snapshot
 expect_rc 2 "snapshot --pid abc" -- ctl snapshot --pid abc
 expect_rc 2 "snapshot --window 5x" -- ctl snapshot --pid 1 --window 5x
-expect_rc 2 "a format not written yet" -- ctl snapshot --pid 1 --format json
-expect_match "not available" "says the format is not available yet"
 expect_rc 2 "an unknown format" -- ctl snapshot --pid 1 --format nope
+expect_match "unknown format 'nope'" "names the bad format"
+expect_rc 2 "export without --format" -- "$HOSTPROFCTL" export "$SRCDIR/tests/fixtures/stall.hps"
+expect_rc 1 "report of a file that is not a snapshot" -- "$HOSTPROFCTL" report /etc/hostname
+expect_match "not a hostprof snapshot" "says it is not a snapshot"
+expect_rc 1 "report of a missing file" -- "$HOSTPROFCTL" report "$tmp/missing.hps"
+expect_rc 2 "watch without --pid or --thread" -- ctl watch
+expect_rc 2 "fetch without a name" -- ctl fetch
 expect_rc 0 "hostprofctl --help" -- "$HOSTPROFCTL" --help
 expect_match "Exit status" "help documents the exit codes"
 

@@ -756,7 +756,7 @@ static void test_fuzz_unpack(void)
 		rq = hostprof__request__unpack(NULL, len, bytes);
 		if (rq) {
 			decoded++;
-			CHECKF(rq->body_case <= HOSTPROF__REQUEST__BODY_SNAPSHOT, "body_case %d",
+			CHECKF(rq->body_case <= HOSTPROF__REQUEST__BODY_FETCH, "body_case %d",
 			       rq->body_case);
 			/* what decodes packs again */
 			CHECK(protobuf_c_message_get_packed_size(&rq->base) <= 2 * len + 16);

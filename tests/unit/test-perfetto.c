@@ -9,9 +9,18 @@
  *    a large one that spans many bundles and flushes) are decoded by protoc against
  *    perfetto_subset.proto, a decoder independent of our encoder, and checked field by field.
  * 4. Large traces are written in bounded pieces, and a failed write returns its errno.
+ * 5. The trace of tests/fixtures/stall.hps (see make-fixture.c for its story), decoded by
+ *    protoc: its text must equal the golden file stall.pftrace.txt next to it, and the facts
+ *    of the story are checked in it: hog's three preemptions of acl_thread, the wakeup of
+ *    dataloader by writer, the syscall and off-CPU slices with their annotations, nested as
+ *    trace_processor will nest them, the migration and marker instants, and the 8 samples
+ *    whose interned callstacks resolve to their functions. Then the same snapshot with large
+ *    tables streams in bounded writes, and broken copies of it are rejected.
  *
- * Usage: test-perfetto [PROTO_DIR]   (the directory holding perfetto_subset.proto; meson passes
- * it, else $PERFETTO_SUBSET_PROTO_DIR, else the directory of this source file).
+ * Usage: test-perfetto [PROTO_DIR [FIXTURE.hps]]   (the directory holding perfetto_subset.proto;
+ * meson passes it, else $PERFETTO_SUBSET_PROTO_DIR, else the directory of this source file;
+ * the fixture defaults to ../fixtures/stall.hps from there).
+ * UPDATE_GOLDEN=1 writes the golden file instead of comparing (then inspect it by hand).
  * Exit: 0 pass, 1 fail, 77 skip (no protoc; $PROTOC names another binary).
  */
 #include <errno.h>
@@ -26,10 +35,12 @@
 #include <unistd.h>
 
 #include "export.h"
+#include "hps.h"
 #include "macro.h"
 #include "pbwriter.h"
 
-#define SEQUENCE_ID 0x4850 /* what export_perfetto.c writes */
+#define SEQUENCE_ID 0x4850         /* what export_perfetto.c writes */
+#define PROFILE_SEQUENCE_ID 0x4851 /* its samples */
 #define BUNDLE_MAX 1000
 
 static int failures;
@@ -516,7 +527,7 @@ static void on_field(struct decoded *d, const char *msg, const char *key, const 
 	} else if (!strcmp(msg, "packet")) {
 		if (!strcmp(key, "trusted_packet_sequence_id")) {
 			*packet_has_seq = true;
-			if (i != SEQUENCE_ID)
+			if (i != SEQUENCE_ID && i != PROFILE_SEQUENCE_ID)
 				d->bad_seq++;
 		} else if (!strcmp(key, "timestamp")) {
 			*packet_has_ts = true;
@@ -610,18 +621,15 @@ static const char *protoc(void)
 	return p && *p ? p : "protoc";
 }
 
-/* Runs protoc --decode on the trace file and parses its text output into d. */
-static int decode(const char *proto_dir, const char *path, struct decoded *d)
+/* Runs protoc --decode on the trace file; its text output in a new buffer. */
+static int run_protoc(const char *proto_dir, const char *path, char **ret_text, size_t *ret_len)
 {
-	char qdir[8192], qpath[8192], qprotoc[8192], cmd[32768], line[4096];
-	char stack[MAX_DEPTH][32];
-	bool has_seq = false, has_ts = false;
-	uint32_t bundle_cpu = UINT32_MAX;
-	size_t depth = 0, bundle_events = 0;
+	char qdir[8192], qpath[8192], qprotoc[8192], cmd[32768];
+	char *text = NULL;
+	size_t len = 0, cap = 0, n;
 	FILE *p;
 	int status;
 
-	memset(d, 0, sizeof(*d));
 	shell_quote(qdir, sizeof(qdir), proto_dir);
 	shell_quote(qpath, sizeof(qpath), path);
 	shell_quote(qprotoc, sizeof(qprotoc), protoc());
@@ -633,8 +641,50 @@ static int decode(const char *proto_dir, const char *path, struct decoded *d)
 		fprintf(stderr, "popen %s: %s\n", cmd, strerror(errno));
 		return -1;
 	}
+	for (;;) {
+		if (cap - len < 65536) {
+			cap = cap ? 2 * cap : 1 << 20;
+			text = realloc(text, cap + 1);
+			if (!text) {
+				fprintf(stderr, "out of memory\n");
+				exit(1);
+			}
+		}
+		n = fread(text + len, 1, cap - len, p);
+		if (n == 0)
+			break;
+		len += n;
+	}
+	text[len] = '\0';
+	status = pclose(p);
+	if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		fprintf(stderr, "protoc --decode failed (status %d): %s\n", status, cmd);
+		free(text);
+		return -1;
+	}
+	*ret_text = text;
+	*ret_len = len;
+	return 0;
+}
 
-	while (fgets(line, sizeof(line), p)) {
+/* Parses protoc's text output into d. */
+static int decode_text(const char *text, size_t len, struct decoded *d)
+{
+	char line[4096];
+	char stack[MAX_DEPTH][32];
+	bool has_seq = false, has_ts = false;
+	uint32_t bundle_cpu = UINT32_MAX;
+	size_t depth = 0, bundle_events = 0;
+	FILE *p;
+
+	memset(d, 0, sizeof(*d));
+	p = fmemopen((void *)text, len ? len : 1, "r");
+	if (!p) {
+		fprintf(stderr, "fmemopen: %s\n", strerror(errno));
+		return -1;
+	}
+
+	while (len && fgets(line, sizeof(line), p)) {
 		char *s = line, *end, *colon;
 
 		while (*s == ' ')
@@ -682,17 +732,27 @@ static int decode(const char *proto_dir, const char *path, struct decoded *d)
 			d->unknown_fields++;
 		}
 	}
-
-	status = pclose(p);
-	if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		fprintf(stderr, "protoc --decode failed (status %d): %s\n", status, cmd);
-		return -1;
-	}
+	fclose(p);
 	if (depth != 0) {
 		fprintf(stderr, "protoc output ended inside a message\n");
 		return -1;
 	}
 	return 0;
+}
+
+/* Runs protoc --decode on the trace file and parses its text output into d. */
+static int decode(const char *proto_dir, const char *path, struct decoded *d)
+{
+	char *text;
+	size_t len;
+	int r;
+
+	memset(d, 0, sizeof(*d));
+	if (run_protoc(proto_dir, path, &text, &len) < 0)
+		return -1;
+	r = decode_text(text, len, d);
+	free(text);
+	return r;
 }
 
 static void decoded_free(struct decoded *d)
@@ -1001,6 +1061,795 @@ static void test_streaming(void)
 	free(sw);
 }
 
+/* ---- 5. The fixture: tests/fixtures/stall.hps ------------------------------------------ */
+
+#define T0 UINT64_C(1000000000000) /* make-fixture.c: the window starts at 1000 s */
+#define MS UINT64_C(1000000)
+#define US UINT64_C(1000)
+
+/* protoc's text output as a tree: a message has children, a field a value. */
+struct node {
+	char *name, *value; /* value: NULL for a message; a string without its quotes */
+	struct node *child, *last, *next;
+};
+
+static void *xstrdup(const char *s)
+{
+	char *p = strdup(s);
+
+	if (!p) {
+		fprintf(stderr, "out of memory\n");
+		exit(1);
+	}
+	return p;
+}
+
+static struct node *node_add(struct node *parent, const char *name, const char *value)
+{
+	struct node *n = xcalloc(1, sizeof(*n));
+
+	n->name = xstrdup(name);
+	if (value) {
+		size_t len = strlen(value);
+
+		n->value = xstrdup(value);
+		if (len >= 2 && value[0] == '"' && value[len - 1] == '"') {
+			memmove(n->value, n->value + 1, len - 2);
+			n->value[len - 2] = '\0';
+		}
+	}
+	if (parent->last)
+		parent->last->next = n;
+	else
+		parent->child = n;
+	parent->last = n;
+	return n;
+}
+
+static void tree_free(struct node *n)
+{
+	while (n) {
+		struct node *next = n->next;
+
+		tree_free(n->child);
+		free(n->name);
+		free(n->value);
+		free(n);
+		n = next;
+	}
+}
+
+/* NULL when the text does not nest right. */
+static struct node *tree_parse(const char *text)
+{
+	struct node *root = xcalloc(1, sizeof(*root)), *stack[32];
+	const char *p = text;
+	size_t depth = 0;
+
+	root->name = xstrdup("");
+	stack[0] = root;
+	while (*p) {
+		const char *eol = strchr(p, '\n');
+		size_t len = eol ? (size_t)(eol - p) : strlen(p);
+		char *line = xcalloc(len + 1, 1), *s = line, *colon;
+
+		memcpy(line, p, len);
+		p += len + (eol ? 1 : 0);
+		while (*s == ' ')
+			s++;
+		if (!*s) {
+			free(line);
+			continue;
+		}
+		len = strlen(s);
+		if (len >= 2 && !strcmp(s + len - 2, " {") && depth + 1 < ARRAY_SIZE(stack)) {
+			s[len - 2] = '\0';
+			stack[depth + 1] = node_add(stack[depth], s, NULL);
+			depth++;
+		} else if (!strcmp(s, "}") && depth > 0) {
+			depth--;
+		} else if ((colon = strstr(s, ": "))) {
+			*colon = '\0';
+			node_add(stack[depth], s, colon + 2);
+		} else {
+			free(line);
+			tree_free(root);
+			return NULL;
+		}
+		free(line);
+	}
+	if (depth) {
+		tree_free(root);
+		return NULL;
+	}
+	return root;
+}
+
+static const struct node *child_named(const struct node *n, const char *name)
+{
+	for (n = n ? n->child : NULL; n; n = n->next)
+		if (!strcmp(n->name, name))
+			return n;
+	return NULL;
+}
+
+/* The value at a dotted path of first children ("sched_switch.prev_pid"); NULL if none. */
+static const char *value_at(const struct node *n, const char *path)
+{
+	char buf[128], *part, *save = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (part = strtok_r(buf, ".", &save); part && n; part = strtok_r(NULL, ".", &save))
+		n = child_named(n, part);
+	return n ? n->value : NULL;
+}
+
+static uint64_t u64_at(const struct node *n, const char *path)
+{
+	const char *v = value_at(n, path);
+
+	return v ? strtoull(v, NULL, 0) : UINT64_MAX;
+}
+
+static int64_t i64_at(const struct node *n, const char *path)
+{
+	const char *v = value_at(n, path);
+
+	return v ? strtoll(v, NULL, 0) : INT64_MIN;
+}
+
+static bool str_is(const struct node *n, const char *path, const char *want)
+{
+	const char *v = value_at(n, path);
+
+	return v && !strcmp(v, want);
+}
+
+/* The value of TrackEvent debug annotation `name` (uint, int or string), or NULL. */
+static const char *annotation(const struct node *te, const char *name)
+{
+	const struct node *a;
+
+	for (a = te ? te->child : NULL; a; a = a->next) {
+		const struct node *v;
+
+		if (strcmp(a->name, "debug_annotations") || !str_is(a, "name", name))
+			continue;
+		for (v = a->child; v; v = v->next)
+			if (strcmp(v->name, "name"))
+				return v->value;
+	}
+	return NULL;
+}
+
+/* protoc's C escapes (\NNN octal, \", \\, \n...) back to bytes; returns the length. */
+static size_t unescape(const char *s, uint8_t *out, size_t max)
+{
+	size_t n = 0;
+
+	while (*s && n < max) {
+		if (*s != '\\') {
+			out[n++] = (uint8_t)*s++;
+			continue;
+		}
+		s++;
+		if (*s >= '0' && *s <= '7') {
+			unsigned int v = 0, k;
+
+			for (k = 0; k < 3 && *s >= '0' && *s <= '7'; k++)
+				v = v * 8 + (unsigned int)(*s++ - '0');
+			out[n++] = (uint8_t)v;
+		} else if (*s) {
+			out[n++] = (uint8_t)(*s == 'n' ? '\n' : *s == 't' ? '\t' : *s == 'r' ? '\r' : *s);
+			s++;
+		}
+	}
+	return n;
+}
+
+#define MAX_IID 64
+
+/* The interned tables of the profile sequence, by iid. */
+struct interned {
+	const char *fname[MAX_IID], *path[MAX_IID], *build_id[MAX_IID];
+	const struct node *frame[MAX_IID], *callstack[MAX_IID], *mapping[MAX_IID];
+	size_t redefined, out_of_range;
+};
+
+static void intern_table(struct interned *in, const struct node *data)
+{
+	const struct node *e;
+
+	for (e = data->child; e; e = e->next) {
+		uint64_t iid = u64_at(e, "iid");
+		const void **slot = NULL;
+
+		if (iid == 0 || iid >= MAX_IID) {
+			in->out_of_range++;
+			continue;
+		}
+		if (!strcmp(e->name, "function_names"))
+			slot = (const void **)&in->fname[iid];
+		else if (!strcmp(e->name, "mapping_paths"))
+			slot = (const void **)&in->path[iid];
+		else if (!strcmp(e->name, "build_ids"))
+			slot = (const void **)&in->build_id[iid];
+		else if (!strcmp(e->name, "frames"))
+			slot = (const void **)&in->frame[iid];
+		else if (!strcmp(e->name, "callstacks"))
+			slot = (const void **)&in->callstack[iid];
+		else if (!strcmp(e->name, "mappings"))
+			slot = (const void **)&in->mapping[iid];
+		if (!slot)
+			continue;
+		if (*slot)
+			in->redefined++;
+		*slot = strstr(e->name, "names") || strstr(e->name, "paths") || strstr(e->name, "ids") ?
+				(const void *)value_at(e, "str") :
+				(const void *)e;
+	}
+}
+
+/* A callstack as "root;...;leaf" (unresolved frames: mapping file name+0xrel_pc); "" if broken. */
+static void resolve_callstack(const struct interned *in, uint64_t iid, char *buf, size_t len)
+{
+	const struct node *cs = iid < MAX_IID ? in->callstack[iid] : NULL, *f;
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (f = cs ? cs->child : NULL; f; f = f->next) {
+		const struct node *fr;
+		uint64_t fid, fn, map;
+		char name[256];
+
+		if (strcmp(f->name, "frame_ids"))
+			continue;
+		fid = strtoull(f->value, NULL, 0);
+		fr = fid < MAX_IID ? in->frame[fid] : NULL;
+		if (!fr) {
+			buf[0] = '\0';
+			return;
+		}
+		fn = u64_at(fr, "function_name_id");
+		map = u64_at(fr, "mapping_id");
+		if (fn < MAX_IID && in->fname[fn]) {
+			snprintf(name, sizeof(name), "%s", in->fname[fn]);
+		} else if (map < MAX_IID && in->mapping[map]) {
+			uint64_t path = u64_at(in->mapping[map], "path_string_ids");
+			const char *file = path < MAX_IID && in->path[path] ? in->path[path] : "?";
+			const char *slash = strrchr(file, '/');
+
+			snprintf(name, sizeof(name), "%s+0x%" PRIx64, slash ? slash + 1 : file,
+				 u64_at(fr, "rel_pc"));
+		} else {
+			buf[0] = '\0';
+			return;
+		}
+		used += snprintf(buf + used, len - used, "%s%s", used ? ";" : "", name);
+		if (used >= len)
+			return;
+	}
+}
+
+/* The hex build id of the mapping of the frame named fn, "" without one. */
+static void frame_build_id(const struct interned *in, const char *fn, char *hex, size_t len)
+{
+	uint8_t raw[64];
+	size_t i, k, n;
+
+	hex[0] = '\0';
+	for (i = 1; i < MAX_IID; i++) {
+		const struct node *fr = in->frame[i], *mp;
+		uint64_t f, m, b;
+
+		if (!fr)
+			continue;
+		f = u64_at(fr, "function_name_id");
+		if (f >= MAX_IID || !in->fname[f] || strcmp(in->fname[f], fn))
+			continue;
+		m = u64_at(fr, "mapping_id");
+		mp = m < MAX_IID ? in->mapping[m] : NULL;
+		b = mp ? u64_at(mp, "build_id") : UINT64_MAX;
+		if (b >= MAX_IID || !in->build_id[b])
+			return;
+		n = unescape(in->build_id[b], raw, sizeof(raw));
+		for (k = 0; k < n && 2 * k + 2 < len; k++)
+			snprintf(hex + 2 * k, 3, "%02x", raw[k]);
+		return;
+	}
+}
+
+/* A TrackEvent of the trace, and the slices trace_processor will make of them. */
+struct tev {
+	uint64_t ts, uuid;
+	size_t order;
+	const char *type, *name;
+	const struct node *te;
+};
+
+struct slice {
+	uint64_t uuid, start, end;
+	int depth;
+	const char *name;
+	const struct node *te; /* the BEGIN's, or the instant's */
+};
+
+static int cmp_tev(const void *a, const void *b)
+{
+	const struct tev *x = a, *y = b;
+
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/*
+ * Pairs BEGIN and END per track as trace_processor does: in time order (file order for
+ * equal times), an END closes the innermost open slice of its track. Instants are slices
+ * of length 0.
+ */
+static size_t make_slices(struct tev *ev, size_t n, struct slice *out, size_t max, size_t *ret_unmatched)
+{
+	struct {
+		uint64_t uuid;
+		size_t depth, open[16];
+	} tracks[16];
+	size_t i, k, ntracks = 0, nslices = 0, unmatched = 0;
+
+	qsort(ev, n, sizeof(*ev), cmp_tev);
+	for (i = 0; i < n; i++) {
+		for (k = 0; k < ntracks && tracks[k].uuid != ev[i].uuid; k++)
+			;
+		if (k == ntracks) {
+			if (ntracks == ARRAY_SIZE(tracks) || nslices == max)
+				break;
+			tracks[ntracks].uuid = ev[i].uuid;
+			tracks[ntracks++].depth = 0;
+		}
+		if (!strcmp(ev[i].type, "TYPE_SLICE_END")) {
+			if (tracks[k].depth == 0) {
+				unmatched++;
+				continue;
+			}
+			out[tracks[k].open[--tracks[k].depth]].end = ev[i].ts;
+			continue;
+		}
+		if (nslices == max || tracks[k].depth == ARRAY_SIZE(tracks[k].open))
+			break;
+		out[nslices] = (struct slice){ .uuid = ev[i].uuid, .start = ev[i].ts, .end = ev[i].ts,
+					       .depth = (int)tracks[k].depth, .name = ev[i].name,
+					       .te = ev[i].te };
+		if (!strcmp(ev[i].type, "TYPE_SLICE_BEGIN"))
+			tracks[k].open[tracks[k].depth++] = nslices;
+		nslices++;
+	}
+	for (k = 0; k < ntracks; k++)
+		unmatched += tracks[k].depth;
+	*ret_unmatched = unmatched;
+	return nslices;
+}
+
+static const struct slice *find_slice(const struct slice *s, size_t n, uint64_t uuid, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (s[i].uuid == uuid && s[i].name && !strcmp(s[i].name, name))
+			return &s[i];
+	return NULL;
+}
+
+static bool annotation_is(const struct node *te, const char *name, const char *want)
+{
+	const char *v = annotation(te, name);
+
+	return v && !strcmp(v, want);
+}
+
+static void check_fixture_sched(const struct node *root)
+{
+	const struct node *pk, *b, *ev;
+	size_t switches = 0, wakings = 0, preempts = 0, disorder = 0;
+	uint64_t preempt_ts[3] = { 0 };
+	bool writer_wakes_loader = false, trainer_wakes_acl = false;
+
+	for (pk = root->child; pk; pk = pk->next) {
+		uint64_t cpu, last = 0;
+
+		b = child_named(pk, "ftrace_events");
+		if (!b)
+			continue;
+		cpu = u64_at(b, "cpu");
+		for (ev = b->child; ev; ev = ev->next) {
+			uint64_t ts = u64_at(ev, "timestamp");
+
+			if (strcmp(ev->name, "event"))
+				continue;
+			disorder += ts < last;
+			last = ts;
+			if (child_named(ev, "sched_switch")) {
+				switches++;
+				if (u64_at(ev, "sched_switch.prev_pid") == 101 && u64_at(ev, "pid") == 101 &&
+				    i64_at(ev, "sched_switch.prev_state") == 0 && str_is(ev, "sched_switch.next_comm", "hog") &&
+				    u64_at(ev, "sched_switch.next_pid") == 200 && i64_at(ev, "sched_switch.next_prio") == 49 &&
+				    cpu == 1) {
+					if (preempts < 3)
+						preempt_ts[preempts] = ts;
+					preempts++;
+				}
+			} else if (child_named(ev, "sched_waking")) {
+				wakings++;
+				if (cpu == 1 && ts == T0 + 450 * MS - 10 * US && u64_at(ev, "pid") == 103 &&
+				    str_is(ev, "sched_waking.comm", "dataloader") && u64_at(ev, "sched_waking.pid") == 102 &&
+				    i64_at(ev, "sched_waking.prio") == 120 && i64_at(ev, "sched_waking.success") == 1 &&
+				    i64_at(ev, "sched_waking.target_cpu") == 0)
+					writer_wakes_loader = true;
+				if (cpu == 0 && ts == T0 + 5 * MS && u64_at(ev, "pid") == 100 &&
+				    str_is(ev, "sched_waking.comm", "acl_thread") && u64_at(ev, "sched_waking.pid") == 101 &&
+				    i64_at(ev, "sched_waking.target_cpu") == 1)
+					trainer_wakes_acl = true;
+			}
+		}
+	}
+	CHECK(switches == 13 && wakings == 2, "fixture: %zu sched_switch, %zu sched_waking, want 13 and 2", switches,
+	      wakings);
+	CHECK(disorder == 0, "fixture: %zu events out of time order in their bundle", disorder);
+	CHECK(preempts == 3 && preempt_ts[0] == T0 + 100 * MS && preempt_ts[1] == T0 + 500 * MS &&
+		      preempt_ts[2] == T0 + 900 * MS,
+	      "fixture: %zu preemptions of acl_thread by hog at %" PRIu64 ", %" PRIu64 ", %" PRIu64, preempts,
+	      preempt_ts[0], preempt_ts[1], preempt_ts[2]);
+	CHECK(writer_wakes_loader, "fixture: no sched_waking of dataloader by writer on CPU 1 at 449.99 ms");
+	CHECK(trainer_wakes_acl, "fixture: no sched_waking of acl_thread by trainer on CPU 0 at 5 ms");
+}
+
+static void check_fixture_tracks(const struct node *root)
+{
+	const uint64_t acl = UINT64_C(0x4850000000000000) | 101, loader = UINT64_C(0x4850000000000000) | 102;
+	struct tev ev[64];
+	struct slice sl[64];
+	const struct slice *read, *off, *futex, *ioctl, *mig, *mark;
+	size_t nev = 0, nsl, unmatched, described_acl = 0, described_loader = 0, early = 0;
+	const struct node *pk, *te, *td;
+
+	for (pk = root->child; pk; pk = pk->next) {
+		td = child_named(pk, "track_descriptor");
+		if (td) {
+			if (u64_at(td, "uuid") == acl && u64_at(td, "thread.pid") == 100 &&
+			    u64_at(td, "thread.tid") == 101 && str_is(td, "thread.thread_name", "acl_thread"))
+				described_acl++;
+			if (u64_at(td, "uuid") == loader && u64_at(td, "thread.pid") == 100 &&
+			    u64_at(td, "thread.tid") == 102 && str_is(td, "thread.thread_name", "dataloader"))
+				described_loader++;
+		}
+		te = child_named(pk, "track_event");
+		if (!te || nev == ARRAY_SIZE(ev))
+			continue;
+		if ((u64_at(te, "track_uuid") == acl && !described_acl) ||
+		    (u64_at(te, "track_uuid") == loader && !described_loader))
+			early++;
+		CHECK(value_at(pk, "sequence_flags") == NULL, "fixture: a track event needs incremental state");
+		ev[nev] = (struct tev){ .ts = u64_at(pk, "timestamp"), .uuid = u64_at(te, "track_uuid"), .order = nev,
+					.type = value_at(te, "type"), .name = value_at(te, "name"), .te = te };
+		if (!ev[nev].type) {
+			CHECK(0, "fixture: a track event without a type");
+			continue;
+		}
+		nev++;
+	}
+	CHECK(described_acl == 1 && described_loader == 1, "fixture: thread tracks described %zu and %zu times",
+	      described_acl, described_loader);
+	CHECK(early == 0, "fixture: %zu track events before their track's descriptor", early);
+
+	nsl = make_slices(ev, nev, sl, ARRAY_SIZE(sl), &unmatched);
+	CHECK(nev == 10 && nsl == 6 && unmatched == 0, "fixture: %zu track events, %zu slices, %zu unmatched", nev,
+	      nsl, unmatched);
+
+	read = find_slice(sl, nsl, loader, "read");
+	CHECK(read && read->start == T0 + 400 * MS - 2 * US && read->end - read->start == 50 * MS + 12 * US &&
+		      read->depth == 0,
+	      "fixture: the read slice on dataloader's track");
+	if (read) {
+		CHECK(str_is(read->te, "categories", "syscall"), "fixture: read category");
+		CHECK(annotation_is(read->te, "arg0", "7") && annotation_is(read->te, "arg1", "139637976731648") &&
+			      annotation_is(read->te, "arg2", "4096") && annotation_is(read->te, "ret", "4096") &&
+			      annotation_is(read->te, "duration_ns", "50012000") &&
+			      annotation_is(read->te, "nr", "0"),
+		      "fixture: read's args");
+	}
+	off = find_slice(sl, nsl, loader, "off-cpu S");
+	CHECK(off && off->start == T0 + 400 * MS && off->end == T0 + 450 * MS && off->depth == 1,
+	      "fixture: the off-CPU slice nests in read, 400..450 ms");
+	if (off) {
+		CHECK(annotation_is(off->te, "state", "S") && annotation_is(off->te, "waker_tid", "103") &&
+			      annotation_is(off->te, "waker_comm", "writer") && annotation_is(off->te, "cpu", "0"),
+		      "fixture: off-CPU state and waker");
+		CHECK(annotation_is(off->te, "kernel_stack", "pipe_read <- vfs_read <- ksys_read") &&
+			      annotation_is(off->te, "user_stack", "load_batch <- [unknown]"),
+		      "fixture: off-CPU stacks '%s' / '%s'", annotation(off->te, "kernel_stack"),
+		      annotation(off->te, "user_stack"));
+	}
+	futex = find_slice(sl, nsl, loader, "futex");
+	CHECK(futex && futex->start == T0 + 600 * MS - 2 * US && futex->end == T0 + 603 * MS + 3 * US &&
+		      futex->depth == 0,
+	      "fixture: the futex slice");
+	ioctl = find_slice(sl, nsl, acl, "ioctl");
+	CHECK(ioctl && ioctl->end - ioctl->start == 1500 * US && annotation_is(ioctl->te, "ret", "-11"),
+	      "fixture: the ioctl slice on acl_thread's track");
+	mig = find_slice(sl, nsl, acl, "migrate 0->1");
+	CHECK(mig && mig->start == T0 + 5 * MS && str_is(mig->te, "type", "TYPE_INSTANT") &&
+		      annotation_is(mig->te, "from_cpu", "0") && annotation_is(mig->te, "to_cpu", "1"),
+	      "fixture: the migration instant");
+	mark = find_slice(sl, nsl, acl, "acl_preempt");
+	CHECK(mark && mark->start == T0 + 930 * MS && str_is(mark->te, "type", "TYPE_INSTANT") &&
+		      annotation_is(mark->te, "detail", "acl_thread waited 30.0 ms after hog (pid 200) preempted it"),
+	      "fixture: the marker instant");
+}
+
+static void check_fixture_samples(const struct node *root)
+{
+	struct interned in = { 0 };
+	const struct node *pk, *ps;
+	size_t samples = 0, acl = 0, loader = 0, bad_flags = 0, unresolved = 0, first = 1;
+	char stack[512], hex[160];
+
+	for (pk = root->child; pk; pk = pk->next) {
+		const struct node *data = child_named(pk, "interned_data");
+		uint64_t flags = u64_at(pk, "sequence_flags");
+
+		ps = child_named(pk, "perf_sample");
+		if (data)
+			intern_table(&in, data);
+		if (!ps) {
+			CHECK(!data, "fixture: interned data outside the samples");
+			continue;
+		}
+		samples++;
+		/* the first packet of the sequence clears its state, all of them need it */
+		if (u64_at(pk, "trusted_packet_sequence_id") != PROFILE_SEQUENCE_ID ||
+		    flags != (first ? 3 : 2))
+			bad_flags++;
+		first = 0;
+		resolve_callstack(&in, u64_at(ps, "callstack_iid"), stack, sizeof(stack));
+		if (!str_is(ps, "cpu_mode", "MODE_USER") || u64_at(ps, "pid") != 100)
+			unresolved++;
+		else if (!strcmp(stack, "main;dispatch_loop;launch_kernel") && u64_at(ps, "tid") == 101 &&
+			 u64_at(ps, "cpu") == 1)
+			acl++;
+		else if (!strcmp(stack, "libfoo.so+0x1234;load_batch;memcpy_avx") && u64_at(ps, "tid") == 102 &&
+			 u64_at(ps, "cpu") == 0)
+			loader++;
+		else
+			unresolved++;
+	}
+	CHECK(samples == 8 && acl == 6 && loader == 2 && unresolved == 0,
+	      "fixture: %zu samples, %zu of acl_thread in main;dispatch_loop;launch_kernel, %zu of dataloader, "
+	      "%zu other",
+	      samples, acl, loader, unresolved);
+	CHECK(bad_flags == 0, "fixture: %zu samples with wrong sequence id or flags", bad_flags);
+	CHECK(in.redefined == 0 && in.out_of_range == 0, "fixture: %zu interned entries redefined, %zu bad iids",
+	      in.redefined, in.out_of_range);
+	frame_build_id(&in, "launch_kernel", hex, sizeof(hex));
+	CHECK(!strcmp(hex, "0123456789abcdef0123456789abcdef01234567"), "fixture: trainer's build id '%s'", hex);
+	frame_build_id(&in, "memcpy_avx", hex, sizeof(hex));
+	CHECK(!strcmp(hex, "fedcba9876543210fedcba9876543210fedcba98"), "fixture: libc's build id '%s'", hex);
+}
+
+static int write_file(const char *path, const char *data, size_t len)
+{
+	FILE *f = fopen(path, "we");
+
+	if (!f)
+		return -1;
+	if (fwrite(data, 1, len, f) != len) {
+		fclose(f);
+		return -1;
+	}
+	return fclose(f) ? -1 : 0;
+}
+
+/* The text equals the golden file; on a mismatch, keeps it for a diff. */
+static void check_golden(const char *golden, const char *text, size_t len)
+{
+	const char *tmp = getenv("TMPDIR");
+	char actual[4096], *want = NULL;
+	size_t wlen = 0, line = 1, i;
+	FILE *f;
+	int fd;
+
+	if (getenv("UPDATE_GOLDEN")) {
+		CHECK(write_file(golden, text, len) == 0, "cannot write %s: %s", golden, strerror(errno));
+		printf("fixture: wrote %s (%zu bytes): inspect it before committing\n", golden, len);
+		return;
+	}
+	f = fopen(golden, "re");
+	if (f) {
+		want = xcalloc(len + 2, 1);
+		wlen = fread(want, 1, len + 1, f);
+		fclose(f);
+	}
+	if (want && wlen == len && !memcmp(want, text, len)) {
+		free(want);
+		return;
+	}
+	for (i = 0; want && i < MIN(wlen, len) && want[i] == text[i]; i++)
+		line += text[i] == '\n';
+	snprintf(actual, sizeof(actual), "%s/test-perfetto-actual-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	fd = mkstemp(actual);
+	if (fd >= 0) {
+		close(fd);
+		write_file(actual, text, len);
+	}
+	CHECK(0, "%s: %s, first difference on line %zu; see: diff -u %s %s (UPDATE_GOLDEN=1 rewrites it)",
+	      golden, want ? "differs" : "cannot be read", line, golden, actual);
+	free(want);
+}
+
+/* The fixture with tables large enough to need many flushes. */
+static void check_fixture_streaming(Hostprof__Snapshot *snap)
+{
+	const size_t n = 20000;
+	Hostprof__SyscallTable sc = HOSTPROF__SYSCALL_TABLE__INIT, *saved_sc = snap->syscalls;
+	Hostprof__SampleTable smp = HOSTPROF__SAMPLE_TABLE__INIT, *saved_smp = snap->samples;
+	struct sink k = { 0 };
+	size_t i;
+	int r;
+
+	sc.n_ts_delta = sc.n_dur_ns = sc.n_tid = sc.n_pid = sc.n_nr = sc.n_ret = n;
+	sc.n_arg0 = sc.n_arg1 = sc.n_arg2 = sc.n_cpu = n;
+	sc.ts_delta = xcalloc(n, sizeof(uint64_t));
+	sc.dur_ns = xcalloc(n, sizeof(uint64_t));
+	sc.tid = xcalloc(n, sizeof(uint32_t));
+	sc.pid = xcalloc(n, sizeof(uint32_t));
+	sc.nr = xcalloc(n, sizeof(uint32_t));
+	sc.ret = xcalloc(n, sizeof(int64_t));
+	sc.arg0 = xcalloc(n, sizeof(uint64_t));
+	sc.arg1 = xcalloc(n, sizeof(uint64_t));
+	sc.arg2 = xcalloc(n, sizeof(uint64_t));
+	sc.cpu = xcalloc(n, sizeof(uint32_t));
+	smp.n_ts_delta = smp.n_cpu = smp.n_tid = smp.n_pid = smp.n_kstack = smp.n_ustack = n;
+	smp.ts_delta = xcalloc(n, sizeof(uint64_t));
+	smp.cpu = xcalloc(n, sizeof(uint32_t));
+	smp.tid = xcalloc(n, sizeof(uint32_t));
+	smp.pid = xcalloc(n, sizeof(uint32_t));
+	smp.kstack = xcalloc(n, sizeof(uint32_t));
+	smp.ustack = xcalloc(n, sizeof(uint32_t));
+	for (i = 0; i < n; i++) {
+		sc.ts_delta[i] = 40 * US;
+		sc.dur_ns[i] = 20 * US;
+		sc.tid[i] = i % 2 ? 101 : 102;
+		sc.pid[i] = 100;
+		sc.nr[i] = i % 2 ? 16 : 0;
+		smp.ts_delta[i] = 40 * US;
+		smp.cpu[i] = (uint32_t)(i % 2);
+		smp.tid[i] = 101;
+		smp.pid[i] = 100;
+		smp.kstack[i] = i % 3 ? 3 : 0;
+		smp.ustack[i] = (uint32_t)(1 + i % 2);
+	}
+	snap->syscalls = &sc;
+	snap->samples = &smp;
+	r = export_to_sink(snap, &k);
+	CHECK(r == 0, "fixture streaming: export %d", r);
+	CHECK(k.bytes > 2 * 1024 * 1024 && k.writes >= 8 && k.max_write < 512 * 1024,
+	      "fixture streaming: %zu bytes in %zu writes, largest %zu", k.bytes, k.writes, k.max_write);
+	printf("fixture streaming: %zu syscalls and %zu samples, %zu bytes in %zu writes, largest %zu\n", n, n,
+	       k.bytes, k.writes, k.max_write);
+	snap->syscalls = saved_sc;
+	snap->samples = saved_smp;
+	free(sc.ts_delta);
+	free(sc.dur_ns);
+	free(sc.tid);
+	free(sc.pid);
+	free(sc.nr);
+	free(sc.ret);
+	free(sc.arg0);
+	free(sc.arg1);
+	free(sc.arg2);
+	free(sc.cpu);
+	free(smp.ts_delta);
+	free(smp.cpu);
+	free(smp.tid);
+	free(smp.pid);
+	free(smp.kstack);
+	free(smp.ustack);
+}
+
+static void expect_rejected(const Hostprof__Snapshot *snap, const char *what)
+{
+	char path[4096];
+	long size;
+	int r;
+
+	r = export_to_file(snap, path, sizeof(path), &size);
+	CHECK(r == -EINVAL, "%s: got %d, want -EINVAL", what, r);
+	CHECK(size == 0, "%s: %ld bytes written for rejected input", what, size);
+	unlink(path);
+}
+
+/* Copies of the fixture broken in the tables the new parts of the trace read. */
+static void check_fixture_invalid(Hostprof__Snapshot *snap)
+{
+	uint64_t saved64;
+	uint32_t saved;
+	Hostprof__Marker *saved_marker;
+
+	saved = snap->wakeups->cpu[1];
+	snap->wakeups->cpu[1] = 1u << 20;
+	expect_rejected(snap, "wakeup on an absurd CPU");
+	snap->wakeups->cpu[1] = saved;
+	snap->wakeups->n_target_cpu--;
+	expect_rejected(snap, "short wakeup column");
+	snap->wakeups->n_target_cpu++;
+	saved64 = snap->syscalls->dur_ns[2];
+	snap->syscalls->dur_ns[2] = UINT64_MAX - T0;
+	expect_rejected(snap, "syscall end past 2^64");
+	snap->syscalls->dur_ns[2] = saved64;
+	saved = snap->offcpu->kstack[0];
+	snap->offcpu->kstack[0] = (uint32_t)snap->n_stacks + 1;
+	expect_rejected(snap, "off-CPU stack out of range");
+	snap->offcpu->kstack[0] = saved;
+	saved = snap->samples->ustack[3];
+	snap->samples->ustack[3] = 1000;
+	expect_rejected(snap, "sample stack out of range");
+	snap->samples->ustack[3] = saved;
+	saved_marker = snap->markers[0];
+	snap->markers[0] = NULL;
+	expect_rejected(snap, "NULL marker");
+	snap->markers[0] = saved_marker;
+}
+
+static void test_fixture(const char *proto_dir, const char *hps)
+{
+	char path[4096], golden[4300], *text = NULL, *slash;
+	Hostprof__Snapshot *snap = NULL;
+	struct decoded d;
+	struct node *root;
+	size_t len;
+	long size;
+	int r;
+
+	r = hps_read_file(hps, &snap);
+	if (r < 0) {
+		CHECK(0, "cannot read the fixture %s: %s", hps, strerror(-r));
+		return;
+	}
+	snprintf(golden, sizeof(golden), "%s", hps);
+	slash = strrchr(golden, '/');
+	snprintf(slash ? slash + 1 : golden, sizeof(golden) - (size_t)(slash ? slash + 1 - golden : 0),
+		 "stall.pftrace.txt");
+
+	r = export_to_file(snap, path, sizeof(path), &size);
+	CHECK(r == 0, "fixture: export %d", r);
+	r = run_protoc(proto_dir, path, &text, &len);
+	CHECK(r == 0, "fixture: decode %s", path);
+	unlink(path);
+	if (r < 0)
+		goto out;
+
+	r = decode_text(text, len, &d);
+	CHECK(r == 0 && d.unknown_fields == 0 && d.bad_seq == 0 && d.packets_with_seq == d.packets &&
+		      d.bad_clock_id == 0,
+	      "fixture: %zu packets, %zu with a known sequence id, %zu unknown fields", d.packets,
+	      d.packets_with_seq, d.unknown_fields);
+	decoded_free(&d);
+	root = tree_parse(text);
+	CHECK(root, "fixture: protoc output does not nest");
+	if (root) {
+		check_fixture_sched(root);
+		check_fixture_tracks(root);
+		check_fixture_samples(root);
+		tree_free(root);
+	}
+	check_golden(golden, text, len);
+	printf("fixture: %ld bytes, %zu packets\n", size, d.packets);
+
+	check_fixture_streaming(snap);
+	check_fixture_invalid(snap);
+out:
+	free(text);
+	hps_free(snap);
+}
+
 static bool have_protoc(void)
 {
 	char q[8192], cmd[8300];
@@ -1014,7 +1863,7 @@ static bool have_protoc(void)
 
 int main(int argc, char **argv)
 {
-	char dir[4096], proto[4200];
+	char dir[4096], proto[4200], fixture[4200];
 	const char *env = getenv("PERFETTO_SUBSET_PROTO_DIR");
 
 	if (argc > 1) {
@@ -1052,9 +1901,15 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
+	if (argc > 2)
+		snprintf(fixture, sizeof(fixture), "%s", argv[2]);
+	else
+		snprintf(fixture, sizeof(fixture), "%s/../fixtures/stall.hps", dir);
+
 	test_scene(dir);
 	test_empty(dir);
 	test_large(dir);
+	test_fixture(dir, fixture);
 
 	if (failures) {
 		printf("%d check(s) failed\n", failures);

@@ -13,6 +13,12 @@
  *   gap START END                                       each time acl_thread lost its CPU for
  *                                                       at least half a burst, as it saw it
  *   stall: bursts=N gaps=N                              at the end
+ * --mode changes what acl_thread does, for the other trigger kinds:
+ *   spin     (default) spins: a burst preempts it (preempt)
+ *   sleep    sleeps 1 ms in a loop: a burst delays its wakeups (runq)
+ *   block    blocks --block-ms in read() on a pipe each period (offcpu, syscall)
+ *   migrate  moves between CPU 0 and --cpu every 20 ms (migrate); no hog
+ *
  * Exit 0; 77 when SCHED_FIFO is refused (a kernel with RT group scheduling refuses it
  * inside a cpu cgroup without an RT budget), with the reason on stderr.
  */
@@ -39,6 +45,8 @@ static int opt_burst_ms = 25;
 static double opt_duration_s = 3.0;
 static int opt_prio = 50;
 static int opt_start_delay_ms = 0;
+static int opt_block_ms = 50;
+static const char *opt_mode = "spin";
 static atomic_bool stop;
 static atomic_int acl_tid;
 
@@ -78,6 +86,51 @@ static void *acl_thread_main(void *arg)
 	if (pin(opt_cpu) < 0)
 		fprintf(stderr, "stall: cannot pin acl_thread to CPU %d: %s\n", opt_cpu, strerror(errno));
 	atomic_store(&acl_tid, (int)syscall(SYS_gettid));
+	if (!strcmp(opt_mode, "sleep")) {
+		struct timespec ts = { 0, 1000000 };
+
+		while (!atomic_load(&stop))
+			nanosleep(&ts, NULL);
+		return NULL;
+	}
+	if (!strcmp(opt_mode, "block")) {
+		int fd[2];
+		char b;
+
+		if (pipe(fd) < 0)
+			return NULL;
+		while (!atomic_load(&stop)) {
+			/* a child process ("waker") writes after block-ms */
+			struct timespec ts = { opt_block_ms / 1000, (opt_block_ms % 1000) * 1000000L };
+			pid_t w = fork();
+
+			if (w == 0) {
+				prctl(PR_SET_NAME, "waker");
+				nanosleep(&ts, NULL);
+				if (write(fd[1], "x", 1) != 1)
+					_exit(1);
+				_exit(0);
+			}
+			if (read(fd[0], &b, 1) != 1)
+				break;
+			waitpid(w, NULL, 0);
+			spin_until(now_ns() + 100 * 1000000ull);
+		}
+		return NULL;
+	}
+	if (!strcmp(opt_mode, "migrate")) {
+		int target = 0;
+
+		while (!atomic_load(&stop)) {
+			struct timespec ts = { 0, 20 * 1000000L };
+
+			pin(target);
+			target = target ? 0 : opt_cpu;
+			spin_until(now_ns() + 1000000ull);
+			nanosleep(&ts, NULL);
+		}
+		return NULL;
+	}
 	/* dispatch loop: work items of ~10 us, never sleeping, so a preemption shows as R */
 	last = now_ns();
 	while (!atomic_load(&stop)) {
@@ -130,7 +183,7 @@ static int run_hog(int ready_fd, FILE *bursts_out)
 static void usage(void)
 {
 	fprintf(stderr, "usage: stall [--cpu N] [--period-ms N] [--burst-ms N] [--duration S] [--prio N]"
-			" [--start-delay-ms N]\n");
+			" [--start-delay-ms N] [--mode spin|sleep|block|migrate] [--block-ms N]\n");
 	exit(2);
 }
 
@@ -143,6 +196,8 @@ int main(int argc, char **argv)
 		{ "duration", required_argument, NULL, 'd' },
 		{ "prio", required_argument, NULL, 'P' },
 		{ "start-delay-ms", required_argument, NULL, 's' },
+		{ "mode", required_argument, NULL, 'm' },
+		{ "block-ms", required_argument, NULL, 'B' },
 		{},
 	};
 	int pipefd[2], opt, wstatus, bursts_pipe[2];
@@ -170,6 +225,12 @@ int main(int argc, char **argv)
 			break;
 		case 's':
 			opt_start_delay_ms = atoi(optarg);
+			break;
+		case 'm':
+			opt_mode = optarg;
+			break;
+		case 'B':
+			opt_block_ms = atoi(optarg);
 			break;
 		default:
 			usage();

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The automatic snapshots on disk; see snapstore.c. */
+#ifndef HOSTPROF_SNAPSTORE_H
+#define HOSTPROF_SNAPSTORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "snapshot.pb-c.h"
+
+struct snap_entry {
+	char name[96];      /* <UTC>-<pid>-<trigger> */
+	char trigger[32];
+	uint32_t pid, uid;
+	uint64_t realtime_ns;
+	uint64_t bytes;
+	const char *exts[12];
+	size_t n_exts;
+	char summary[256]; /* the report's first line (snapshots of this run) */
+};
+
+struct snapstore;
+
+/* Creates the directory (0700) if needed and indexes what is there. */
+int snapstore_open(const char *dir, uint64_t max_count, uint64_t max_bytes, struct snapstore **ret);
+void snapstore_free(struct snapstore *st);
+void snapstore_set_limits(struct snapstore *st, uint64_t max_count, uint64_t max_bytes);
+const char *snapstore_dir(const struct snapstore *st);
+
+/* Write the formats (the .hps always) atomically as root's 0600 files, index it, prune. */
+int snapstore_save(struct snapstore *st, const Hostprof__Snapshot *snap, const uint8_t *hps, size_t hps_len,
+		   unsigned formats, uint32_t pid, uint32_t uid, const char *trigger, uint64_t realtime_ns,
+		   const char *summary, struct snap_entry **ret);
+
+/* Oldest first. */
+size_t snapstore_count(const struct snapstore *st);
+const struct snap_entry *snapstore_at(const struct snapstore *st, size_t i);
+const struct snap_entry *snapstore_find(const struct snapstore *st, const char *name);
+int snapstore_read_hps(const struct snapstore *st, const struct snap_entry *e, uint8_t **ret_data, size_t *ret_len);
+
+#endif

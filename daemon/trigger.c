@@ -1,0 +1,381 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Triggers: watch the record stream and, when one fires, save the window around it
+ * (before, after) to the snapshot directory by itself, marked, logged to the journal
+ * with structured fields, rate-limited per process and trigger by a cooldown.
+ *
+ * On the drain path a trigger costs a type test and a comparison per record: the
+ * kernel already computed each switch-in's runqueue wait, and the durations of
+ * off-CPU intervals and syscalls. Names are matched only for records past a threshold.
+ * The snapshot itself is built once `after` has passed, from the timer.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-journal.h>
+#include <time.h>
+
+#include "export.h"
+#include "formats.h"
+#include "glob.h"
+#include "hps.h"
+#include "hostprofd.h"
+#include "log.h"
+#include "macro.h"
+#include "snapstore.h"
+#include "syscall_names.h"
+#include "trigger.h"
+
+/* journalctl MESSAGE_ID=... finds every automatic snapshot */
+#define TRIGGER_MESSAGE_ID "c3a1f0e27d4b4b8e9a52d6f1e0b7a913"
+#define MAX_PENDING 64
+#define MAX_COOLDOWNS 256
+#define MAX_MIGRATORS 256
+
+struct cooldown {
+	uint32_t pid;
+	uint64_t start_time; /* a reused pid is another process */
+	uint64_t last_ns;
+};
+
+struct migrator {
+	uint32_t tid;
+	uint64_t window_start;
+	uint32_t moves;
+};
+
+struct trig {
+	struct trigger_def def;
+	struct hp_glob glob;
+	struct cooldown cooldowns[MAX_COOLDOWNS];
+	size_t n_cooldowns;
+	struct migrator migrators[MAX_MIGRATORS];
+	uint64_t fired, suppressed;
+};
+
+struct pending {
+	size_t trig;
+	uint32_t pid, tid;
+	uint64_t fire_ns, due_ns, realtime_ns;
+	uint32_t culprit_pid;
+	char culprit_comm[HP_COMM_LEN];
+	char detail[192];
+};
+
+struct triggers {
+	struct trig t[HOSTPROF_MAX_TRIGGERS];
+	size_t n;
+	struct pending pending[MAX_PENDING];
+	size_t n_pending;
+	uint64_t dropped; /* fired while MAX_PENDING were waiting */
+};
+
+struct triggers *triggers_new(void)
+{
+	return calloc(1, sizeof(struct triggers));
+}
+
+void triggers_free(struct triggers *ts)
+{
+	free(ts);
+}
+
+int triggers_configure(struct triggers *ts, const struct trigger_def *defs, size_t n)
+{
+	struct triggers fresh = {};
+	int r;
+
+	if (n > HOSTPROF_MAX_TRIGGERS)
+		return -E2BIG;
+	for (size_t i = 0; i < n; i++) {
+		fresh.t[i].def = defs[i];
+		r = thread_glob_compile(defs[i].threads, &fresh.t[i].glob);
+		if (r < 0)
+			return r;
+		/* keep the cooldowns of a trigger that stays */
+		for (size_t k = 0; k < ts->n; k++)
+			if (!strcmp(ts->t[k].def.name, defs[i].name)) {
+				memcpy(fresh.t[i].cooldowns, ts->t[k].cooldowns, sizeof(fresh.t[i].cooldowns));
+				fresh.t[i].n_cooldowns = ts->t[k].n_cooldowns;
+				fresh.t[i].fired = ts->t[k].fired;
+				fresh.t[i].suppressed = ts->t[k].suppressed;
+			}
+	}
+	fresh.n = n;
+	/* snapshots waiting for their `after` are taken still */
+	memcpy(fresh.pending, ts->pending, sizeof(fresh.pending));
+	fresh.n_pending = ts->n_pending;
+	fresh.dropped = ts->dropped;
+	*ts = fresh;
+	return 0;
+}
+
+static uint64_t realtime_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts.tv_sec * NSEC_PER_SEC + ts.tv_nsec;
+}
+
+/* The cooldown of (trigger, process) allows one more now; it starts now. */
+static bool cooldown_pass(struct trig *t, const struct proc_rec *p, uint64_t now)
+{
+	struct cooldown *c = NULL, *oldest = &t->cooldowns[0];
+
+	for (size_t i = 0; i < t->n_cooldowns; i++) {
+		if (t->cooldowns[i].pid == p->info.pid && t->cooldowns[i].start_time == p->info.start_time)
+			c = &t->cooldowns[i];
+		if (t->cooldowns[i].last_ns < oldest->last_ns)
+			oldest = &t->cooldowns[i];
+	}
+	if (c && now - c->last_ns < t->def.cooldown_ns)
+		return false;
+	if (!c)
+		c = t->n_cooldowns < MAX_COOLDOWNS ? &t->cooldowns[t->n_cooldowns++] : oldest;
+	*c = (struct cooldown){ .pid = p->info.pid, .start_time = p->info.start_time, .last_ns = now };
+	return true;
+}
+
+static void fire(struct triggers *ts, size_t ti, const struct proc_rec *p, uint32_t tid, uint64_t ts_ns,
+		 uint32_t culprit_pid, const char *culprit_comm, const char *fmt, ...) __attribute__((format(printf, 8, 9)));
+
+static void fire(struct triggers *ts, size_t ti, const struct proc_rec *p, uint32_t tid, uint64_t ts_ns,
+		 uint32_t culprit_pid, const char *culprit_comm, const char *fmt, ...)
+{
+	struct trig *t = &ts->t[ti];
+	struct pending *pd;
+	va_list ap;
+
+	if (!cooldown_pass(t, p, ts_ns)) {
+		t->suppressed++;
+		return;
+	}
+	if (ts->n_pending >= MAX_PENDING) {
+		ts->dropped++;
+		return;
+	}
+	pd = &ts->pending[ts->n_pending++];
+	*pd = (struct pending){
+		.trig = ti,
+		.pid = p->info.pid,
+		.tid = tid,
+		.fire_ns = ts_ns,
+		.due_ns = ts_ns + t->def.after_ns,
+		.realtime_ns = realtime_now(),
+		.culprit_pid = culprit_pid,
+	};
+	snprintf(pd->culprit_comm, sizeof(pd->culprit_comm), "%s", culprit_comm ? culprit_comm : "");
+	va_start(ap, fmt);
+	vsnprintf(pd->detail, sizeof(pd->detail), fmt, ap);
+	va_end(ap);
+	t->fired++;
+	log_notice("trigger %s fired for pid %u (%s): %s", t->def.name, p->info.pid, p->info.comm, pd->detail);
+}
+
+/* The switch that put tid off the CPU last before ts: who took it. */
+static const struct hp_switch *last_switch_out(const struct proc_rec *p, uint32_t tid, uint64_t ts)
+{
+	const struct hp_switch *best = NULL;
+
+	for (const struct chunk *c = p->head; c; c = c->next)
+		for (uint32_t off = 0; off < c->used;) {
+			const struct hp_hdr *h = (const void *)(c->data + off);
+			const struct hp_switch *e = (const void *)h;
+
+			off += h->size;
+			if (h->type == HP_EV_SWITCH && e->prev_tid == tid && h->ts <= ts && (!best || h->ts > best->hdr.ts))
+				best = e;
+		}
+	return best;
+}
+
+static bool name_matches(const struct trig *t, const struct proc_rec *p, uint32_t tid)
+{
+	const char *name = proc_rec_thread_name(p, tid);
+
+	return name && thread_glob_run(&t->glob, name);
+}
+
+void triggers_on_record(struct triggers *ts, struct recorder *rec, const struct hp_hdr *h)
+{
+	for (size_t i = 0; i < ts->n; i++) {
+		struct trig *t = &ts->t[i];
+		const struct proc_rec *p;
+
+		switch (t->def.kind) {
+		case TRIGGER_PREEMPT:
+		case TRIGGER_RUNQ: {
+			const struct hp_switch *e = (const void *)h;
+			uint32_t kind = t->def.kind == TRIGGER_PREEMPT ? HP_WAIT_PREEMPT : HP_WAIT_WAKEUP;
+
+			if (h->type != HP_EV_SWITCH || !(e->flags & HP_SW_NEXT_WATCHED) || e->next_wait_kind != kind ||
+			    e->next_wait_ns < t->def.threshold || !thread_glob_run(&t->glob, e->next_comm))
+				break;
+			p = recorder_find_live(rec, e->next_pid);
+			if (!p)
+				break;
+			if (kind == HP_WAIT_PREEMPT) {
+				const struct hp_switch *out = last_switch_out(p, e->next_tid, h->ts);
+
+				fire(ts, i, p, e->next_tid, h->ts, out ? out->next_pid : 0, out ? out->next_comm : "",
+				     "%s (tid %u) waited %.1f ms after %s (pid %u, prio %d) preempted it", e->next_comm,
+				     e->next_tid, e->next_wait_ns / 1e6, out ? out->next_comm : "?", out ? out->next_pid : 0,
+				     out ? out->next_prio : 0);
+			} else {
+				fire(ts, i, p, e->next_tid, h->ts, e->prev_pid, e->prev_comm,
+				     "%s (tid %u) waited %.1f ms on the runqueue after its wakeup; %s (pid %u) ran before it",
+				     e->next_comm, e->next_tid, e->next_wait_ns / 1e6, e->prev_comm, e->prev_pid);
+			}
+			break;
+		}
+		case TRIGGER_OFFCPU: {
+			const struct hp_offcpu *e = (const void *)h;
+
+			if (h->type != HP_EV_OFFCPU || e->dur_ns < t->def.threshold)
+				break;
+			p = recorder_find_live(rec, e->pid);
+			if (!p || !name_matches(t, p, e->tid))
+				break;
+			fire(ts, i, p, e->tid, h->ts + e->dur_ns, e->waker_pid, e->waker_comm,
+			     "%s (tid %u) was blocked %.1f ms; woken by %s (pid %u)", proc_rec_thread_name(p, e->tid),
+			     e->tid, e->dur_ns / 1e6, e->waker_tid ? e->waker_comm : "?", e->waker_pid);
+			break;
+		}
+		case TRIGGER_SYSCALL: {
+			const struct hp_syscall *e = (const void *)h;
+			const char *name;
+
+			if (h->type != HP_EV_SYSCALL || e->dur_ns < t->def.threshold)
+				break;
+			p = recorder_find_live(rec, e->pid);
+			if (!p || !name_matches(t, p, e->tid))
+				break;
+			name = e->nr < syscall_names_len && syscall_names[e->nr] ? syscall_names[e->nr] : "?";
+			fire(ts, i, p, e->tid, h->ts + e->dur_ns, 0, name, "%s (tid %u) spent %.1f ms in %s = %lld",
+			     proc_rec_thread_name(p, e->tid), e->tid, e->dur_ns / 1e6, name, (long long)e->ret);
+			break;
+		}
+		case TRIGGER_MIGRATE: {
+			const struct hp_migrate *e = (const void *)h;
+			struct migrator *m;
+
+			if (h->type != HP_EV_MIGRATE)
+				break;
+			m = &t->migrators[e->tid % MAX_MIGRATORS];
+			if (m->tid != e->tid || h->ts - m->window_start > NSEC_PER_SEC)
+				*m = (struct migrator){ .tid = e->tid, .window_start = h->ts };
+			if (++m->moves < t->def.threshold)
+				break;
+			p = recorder_find_live(rec, e->pid);
+			if (!p || !name_matches(t, p, e->tid))
+				break;
+			fire(ts, i, p, e->tid, h->ts, 0, "", "%s (tid %u) moved %u times within 1 s, last from CPU %u to %u",
+			     proc_rec_thread_name(p, e->tid), e->tid, m->moves, e->from_cpu, e->to_cpu);
+			m->moves = 0;
+			m->window_start = h->ts;
+			break;
+		}
+		}
+	}
+}
+
+/* The report's first line of a snapshot: its verdict. */
+static void verdict(const Hostprof__Snapshot *snap, char *buf, size_t len)
+{
+	char *text = NULL;
+	size_t size = 0;
+	FILE *f = open_memstream(&text, &size);
+
+	buf[0] = 0;
+	if (!f)
+		return;
+	if (snapshot_report_text(snap, f) == 0 && fflush(f) == 0 && text) {
+		size_t n = strcspn(text, "\n");
+
+		snprintf(buf, len, "%.*s", (int)MIN(n, len - 1), text);
+	}
+	fclose(f);
+	free(text);
+}
+
+static void take(struct daemon *d, struct triggers *ts, const struct pending *pd)
+{
+	const struct trig *t = &ts->t[pd->trig];
+	Hostprof__Marker marker = HOSTPROF__MARKER__INIT, *markers[1] = { &marker };
+	Hostprof__Snapshot *snap = NULL;
+	struct snap_entry *entry = NULL;
+	struct proc_rec *p = recorder_find(d->recorder, pd->pid);
+	char summary[256] = "", path[PATH_MAX];
+	uint8_t *data = NULL;
+	size_t len = 0;
+	int r;
+
+	if (!p) {
+		log_warning("trigger %s: pid %u is gone and its history with it, no snapshot", t->def.name, pd->pid);
+		return;
+	}
+	marker.has_ts = marker.has_tid = true;
+	marker.ts = pd->fire_ns;
+	marker.tid = pd->tid;
+	marker.name = (char *)t->def.name;
+	marker.detail = (char *)pd->detail;
+	r = daemon_build_snapshot(d, p, t->def.before_ns + t->def.after_ns, pd->due_ns, t->def.name, markers, 1, &data,
+				  &len, NULL);
+	if (r >= 0)
+		r = hps_unpack(data, len, &snap);
+	if (r < 0) {
+		log_error_errno(r, "trigger %s: failed to build the snapshot of pid %u: %m", t->def.name, pd->pid);
+		goto out;
+	}
+	verdict(snap, summary, sizeof(summary));
+	if (!d->snapstore) {
+		log_error("trigger %s: no snapshot directory, the snapshot of pid %u is lost", t->def.name, pd->pid);
+		goto out;
+	}
+	r = snapstore_save(d->snapstore, snap, data, len, d->settings.snapshot_formats, pd->pid, p->info.uid,
+			   t->def.name, pd->realtime_ns, summary, &entry);
+	if (r < 0) {
+		/* a full or unwritable disk: said, nothing partial left, capture goes on */
+		log_error_errno(r, "trigger %s: failed to write the snapshot of pid %u to %s: %m; capture goes on",
+				t->def.name, pd->pid, snapstore_dir(d->snapstore));
+		goto out;
+	}
+	snprintf(path, sizeof(path), "%s/%s.hps", snapstore_dir(d->snapstore), entry ? entry->name : "?");
+	log_notice("automatic snapshot %s: %s", path, summary);
+	(void)sd_journal_send("MESSAGE=hostprof: trigger %s on pid %u (%s): %s", t->def.name, pd->pid, p->info.comm,
+			      pd->detail, "MESSAGE_ID=" TRIGGER_MESSAGE_ID, "PRIORITY=%i", LOG_WARNING,
+			      "SYSLOG_IDENTIFIER=hostprofd", "HOSTPROF_PID=%u", pd->pid, "HOSTPROF_COMM=%s",
+			      p->info.comm, "HOSTPROF_TID=%u", pd->tid, "HOSTPROF_TRIGGER=%s", t->def.name,
+			      "HOSTPROF_KIND=%s", trigger_kind_name(t->def.kind), "HOSTPROF_FILE=%s", path,
+			      "HOSTPROF_CULPRIT_PID=%u", pd->culprit_pid, "HOSTPROF_CULPRIT_COMM=%s", pd->culprit_comm,
+			      "HOSTPROF_SUMMARY=%s", summary, NULL);
+out:
+	hps_free(snap);
+	free(data);
+}
+
+void triggers_tick(struct triggers *ts, struct daemon *d, uint64_t now)
+{
+	size_t keep = 0;
+
+	for (size_t i = 0; i < ts->n_pending; i++) {
+		if (ts->pending[i].due_ns > now) {
+			ts->pending[keep++] = ts->pending[i];
+			continue;
+		}
+		take(d, ts, &ts->pending[i]);
+	}
+	ts->n_pending = keep;
+}
+
+void triggers_stats(const struct triggers *ts, uint64_t *ret_fired, uint64_t *ret_suppressed, uint64_t *ret_dropped)
+{
+	*ret_fired = *ret_suppressed = 0;
+	for (size_t i = 0; i < ts->n; i++) {
+		*ret_fired += ts->t[i].fired;
+		*ret_suppressed += ts->t[i].suppressed;
+	}
+	*ret_dropped = ts->dropped;
+}

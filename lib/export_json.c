@@ -1,0 +1,987 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * JSON exporter: one snapshot as a Chrome trace-event file (the JSON object format that
+ * chrome://tracing, Catapult's trace viewer and ui.perfetto.dev load), laid out like
+ * perf-trace-viewer: what each thread was doing, what each CPU ran.
+ *
+ * {"traceEvents": [...], "displayTimeUnit": "ns", "otherData": {producer, host, kernel,
+ * pid, reason, start_ns, end_ns}}. Every "ts" and "dur" is in microseconds since
+ * Snapshot.start_ns, written as an exact decimal with nanosecond digits (jsonw_fixed):
+ * a double would round them past a few seconds.
+ *
+ * Rows (pid, tid) and their metadata ("M": process_name, process_sort_index, thread_name,
+ * thread_sort_index):
+ *   - one process per pid the snapshot names, a thread row per tid (but 0, the idle task).
+ *     Process names from Snapshot.processes, else its main thread's comm;
+ *   - the pseudo-process "CPUs" (pid CPUS_PID, which no task can have: PID_MAX_LIMIT) with
+ *     a row "CPU n" per CPU (tid CPUS_PID + 1 + n), sorted first.
+ *
+ * Events:
+ *   - Thread states, "X" spans on the thread's row, derived from the sched_switch rows and
+ *     the wakeups merged by time (a wakeup before a switch of the same nanosecond):
+ *       "Running" (cat "sched"): from the switch that put the thread on a CPU to the one
+ *         that took it off, args {cpu, prio, end_state, next}: end_state is the prev_state
+ *         letter of the switch-out ("R" or "R+": preempted; "S", "D", "I"...: blocked),
+ *         next the task that took the CPU, "comm:tid" (as perf sched prints it);
+ *       "Runnable": from a preemption (switch-out in state R or R+) or a wakeup until the
+ *         switch-in, args {state, cause "preempted" with preempted_by, or "wakeup" with
+ *         waker}; a wait of JSON_LONG_WAIT_NS or more is named "Runnable (long)", category
+ *         "sched,long_wait", colour "terrible", so it stands out;
+ *       "Blocked": from a switch-out in a sleeping state until the wakeup (WakeupTable, or
+ *         the switch-in's next_wait_ns when next_wait_kind says "from its wakeup"), args
+ *         {state, waker}.
+ *     A span needs both of its ends observed: nothing is drawn before a thread's first
+ *     event nor after its last, and Runnable and Blocked only for the threads of
+ *     Snapshot.pid, the ones whose every switch was captured (another task's sched_switch
+ *     rows are only those that involve a watched one). Colours ("cname") are the trace
+ *     viewer's thread_state_* ones.
+ *   - Syscalls: an "X" span (cat "syscall") per SyscallTable row on the thread's row, named
+ *     Snapshot.syscall_names[nr] ("syscall_NR" when unknown), args {nr, arg0, arg1, arg2
+ *     (hex strings: JSON numbers lose bits past 2^53), ret, cpu}. Slices on one row must
+ *     nest, and a syscall starts and ends while its thread runs: a state span that a
+ *     syscall boundary falls into is cut there, so the states nest under the syscall.
+ *   - CPU rows: an "X" span per Running span, named by the task, "comm:tid", args {tid, pid,
+ *     prio, end_state}.
+ *   - Instants ("i", thread scope): TaskEventTable rows ("fork" on the parent with args
+ *     {child_tid, child_pid, comm}, "exit", "exec" and "rename" with {comm}), migrations
+ *     ("migrate 0->1"), markers (named Marker.name, args {detail}; process scope without a
+ *     thread).
+ *
+ * The snapshot is validated first (hps_validate(), no NULL entries, no timestamp that
+ * overflows 64 bits): -EINVAL, and nothing is written. Output goes through stdio as it is
+ * made; memory holds an index of the threads and the syscalls' order, not the events. A
+ * failed write stops the export at the end of the event it fell in: its -errno.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "export.h"
+#include "hps.h"
+#include "jsonw.h"
+#include "macro.h"
+
+#define JSON_LONG_WAIT_NS (3 * NSEC_PER_MSEC)
+#define CPUS_PID UINT32_C(4194304) /* PID_MAX_LIMIT: above every pid and tid */
+#define CPUS_NAME "CPUs"
+
+/* The kernel's sched_switch prev_state encoding, as in SchedSwitchTable. */
+#define STATE_RUNNING 0x0
+#define STATE_PREEMPTED 0x100
+#define STATE_RUNNABLE(s) ((s) == STATE_RUNNING || (s) == STATE_PREEMPTED)
+
+enum { ST_UNKNOWN, ST_RUNNING, ST_RUNNABLE, ST_BLOCKED };
+
+struct thread {
+	uint32_t tid, pid;
+	const char *comm;
+	bool watched;
+	uint8_t st; /* ST_*: what the thread is doing since `since` */
+	bool woken; /* ST_RUNNABLE: after a wakeup, not a preemption */
+	uint32_t cpu; /* ST_RUNNING: where */
+	int32_t prio;
+	uint32_t state; /* ST_RUNNABLE, ST_BLOCKED: prev_state of the switch-out */
+	uint64_t since;
+	uint32_t by_tid; /* who preempted or woke it; 0: not known */
+	const char *by_comm;
+	size_t sc_next, sc_end; /* its syscalls: positions in json->sc */
+};
+
+struct syscall_ref {
+	uint32_t tid;
+	uint32_t idx;
+	uint64_t ts;
+};
+
+struct json {
+	const Hostprof__Snapshot *snap;
+	FILE *out;
+	int err; /* the first write error, -errno */
+	struct jsonw *j;
+	struct thread *threads;
+	size_t nthreads;
+	struct syscall_ref *sc; /* sorted by thread, then time */
+	size_t nsc;
+};
+
+/* What a thread span says besides its times. */
+struct span {
+	const char *name, *cat, *cname;
+	uint8_t kind; /* ST_RUNNING, ST_RUNNABLE, ST_BLOCKED */
+	uint32_t cpu, state, by_tid;
+	int32_t prio;
+	bool woken;
+	const char *by_comm;
+};
+
+/* ---- Validation ------------------------------------------------------------------------ */
+
+static int check_times(uint64_t start, const uint64_t *delta, const uint64_t *dur, size_t n)
+{
+	uint64_t ts = start;
+	size_t i;
+
+	if (n && !delta)
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		if (delta[i] > UINT64_MAX - ts)
+			return -EINVAL;
+		ts += delta[i];
+		if (dur && dur[i] > UINT64_MAX - ts)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+static bool all_set(void *const *p, size_t n)
+{
+	size_t i;
+
+	if (n && !p)
+		return false;
+	for (i = 0; i < n; i++)
+		if (!p[i])
+			return false;
+	return true;
+}
+
+static int validate(const Hostprof__Snapshot *s)
+{
+	int r;
+
+	if (s->n_strings && !s->strings)
+		return -EINVAL;
+	if (!all_set((void *const *)s->processes, s->n_processes) ||
+	    !all_set((void *const *)s->threads, s->n_threads) ||
+	    !all_set((void *const *)s->stacks, s->n_stacks) ||
+	    !all_set((void *const *)s->frames, s->n_frames) ||
+	    !all_set((void *const *)s->mappings, s->n_mappings) ||
+	    !all_set((void *const *)s->markers, s->n_markers) || (s->n_syscall_names && !s->syscall_names))
+		return -EINVAL;
+	r = hps_validate(s);
+	if (r < 0)
+		return r;
+	if (s->switches) {
+		r = check_times(s->start_ns, s->switches->ts_delta, NULL, s->switches->n_ts_delta);
+		if (r < 0)
+			return r;
+	}
+	if (s->wakeups) {
+		r = check_times(s->start_ns, s->wakeups->ts_delta, NULL, s->wakeups->n_ts_delta);
+		if (r < 0)
+			return r;
+	}
+	if (s->syscalls) {
+		r = check_times(s->start_ns, s->syscalls->ts_delta, s->syscalls->dur_ns,
+				s->syscalls->n_ts_delta);
+		if (r < 0)
+			return r;
+	}
+	if (s->migrations) {
+		r = check_times(s->start_ns, s->migrations->ts_delta, NULL, s->migrations->n_ts_delta);
+		if (r < 0)
+			return r;
+	}
+	if (s->task_events) {
+		r = check_times(s->start_ns, s->task_events->ts_delta, NULL, s->task_events->n_ts_delta);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* ---- Small helpers --------------------------------------------------------------------- */
+
+static const char *str_at(const Hostprof__Snapshot *s, uint32_t idx)
+{
+	const char *p = hps_str(s, idx);
+
+	return p ? p : "";
+}
+
+/* The letter(s) `ps` and the sched_switch tracepoint print for a prev_state value. */
+static const char *state_name(uint32_t state, char *buf, size_t len)
+{
+	switch (state) {
+	case 0x0:
+		return "R";
+	case 0x1:
+		return "S";
+	case 0x2:
+		return "D";
+	case 0x4:
+		return "T";
+	case 0x8:
+		return "t";
+	case 0x10:
+		return "X";
+	case 0x20:
+		return "Z";
+	case 0x40:
+		return "P";
+	case 0x80:
+		return "I";
+	case 0x100:
+		return "R+";
+	}
+	snprintf(buf, len, "0x%x", state);
+	return buf;
+}
+
+/* The trace viewer's colour for a thread blocked in this state. */
+static const char *blocked_cname(uint32_t state)
+{
+	return state == 0x2 ? "thread_state_uninterruptible" : "thread_state_sleeping";
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int cmp_syscall(const void *a, const void *b)
+{
+	const struct syscall_ref *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* Sorts and removes duplicates; returns the new length. */
+static size_t sort_unique(uint32_t *v, size_t n)
+{
+	size_t i, m = 0;
+
+	qsort(v, n, sizeof(*v), cmp_u32);
+	for (i = 0; i < n; i++)
+		if (!m || v[m - 1] != v[i])
+			v[m++] = v[i];
+	return m;
+}
+
+static struct thread *thread_find(struct json *x, uint32_t tid)
+{
+	size_t lo = 0, hi = x->nthreads;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (x->threads[mid].tid == tid)
+			return &x->threads[mid];
+		if (x->threads[mid].tid < tid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+static void note(struct json *x, uint32_t tid, uint32_t pid, const char *comm)
+{
+	struct thread *t = thread_find(x, tid);
+
+	if (!t)
+		return;
+	if (!t->pid)
+		t->pid = pid;
+	if (!t->comm && comm && *comm)
+		t->comm = comm;
+}
+
+static void append(uint32_t *v, size_t *n, const uint32_t *col, size_t len)
+{
+	memcpy(v + *n, col, len * sizeof(*col));
+	*n += len;
+}
+
+/* Every thread the snapshot names but the idle task, with its pid and name. */
+static int build_threads(struct json *x)
+{
+	const Hostprof__Snapshot *s = x->snap;
+	const Hostprof__SchedSwitchTable *sw = s->switches;
+	const Hostprof__WakeupTable *wk = s->wakeups;
+	const Hostprof__SyscallTable *sc = s->syscalls;
+	const Hostprof__MigrationTable *mg = s->migrations;
+	const Hostprof__TaskEventTable *te = s->task_events;
+	_cleanup_free_ uint32_t *tids = NULL;
+	size_t i, n = 0, total;
+
+	total = s->n_threads + s->n_markers + (sw ? 2 * sw->n_ts_delta : 0) + (wk ? 2 * wk->n_ts_delta : 0) +
+		(sc ? sc->n_ts_delta : 0) + (mg ? mg->n_ts_delta : 0) + (te ? 2 * te->n_ts_delta : 0);
+	tids = malloc(MAX(total, (size_t)1) * sizeof(*tids));
+	if (!tids)
+		return -ENOMEM;
+	for (i = 0; i < s->n_threads; i++)
+		tids[n++] = s->threads[i]->tid;
+	for (i = 0; i < s->n_markers; i++)
+		tids[n++] = s->markers[i]->tid;
+	if (sw) {
+		append(tids, &n, sw->prev_tid, sw->n_ts_delta);
+		append(tids, &n, sw->next_tid, sw->n_ts_delta);
+	}
+	if (wk) {
+		append(tids, &n, wk->tid, wk->n_ts_delta);
+		append(tids, &n, wk->waker_tid, wk->n_ts_delta);
+	}
+	if (sc)
+		append(tids, &n, sc->tid, sc->n_ts_delta);
+	if (mg)
+		append(tids, &n, mg->tid, mg->n_ts_delta);
+	if (te) {
+		append(tids, &n, te->tid, te->n_ts_delta);
+		append(tids, &n, te->child_tid, te->n_ts_delta);
+	}
+	n = sort_unique(tids, n);
+
+	x->threads = calloc(MAX(n, (size_t)1), sizeof(*x->threads));
+	if (!x->threads)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		if (tids[i] == 0)
+			continue;
+		x->threads[x->nthreads].tid = tids[i];
+		x->nthreads++;
+	}
+
+	for (i = 0; i < s->n_threads; i++)
+		note(x, s->threads[i]->tid, s->threads[i]->pid, s->threads[i]->comm);
+	for (i = 0; sw && i < sw->n_ts_delta; i++) {
+		note(x, sw->prev_tid[i], sw->prev_pid[i], str_at(s, sw->prev_comm[i]));
+		note(x, sw->next_tid[i], sw->next_pid[i], str_at(s, sw->next_comm[i]));
+	}
+	for (i = 0; wk && i < wk->n_ts_delta; i++) {
+		note(x, wk->tid[i], wk->pid[i], NULL);
+		note(x, wk->waker_tid[i], wk->waker_pid[i], str_at(s, wk->waker_comm[i]));
+	}
+	for (i = 0; sc && i < sc->n_ts_delta; i++)
+		note(x, sc->tid[i], sc->pid[i], NULL);
+	for (i = 0; mg && i < mg->n_ts_delta; i++)
+		note(x, mg->tid[i], mg->pid[i], NULL);
+	for (i = 0; te && i < te->n_ts_delta; i++) {
+		note(x, te->tid[i], te->pid[i], NULL);
+		note(x, te->child_tid[i], te->child_pid[i], te->kind[i] == 1 ? str_at(s, te->comm[i]) : NULL);
+	}
+	for (i = 0; i < x->nthreads; i++)
+		x->threads[i].watched = x->threads[i].pid == s->pid;
+	return 0;
+}
+
+/* The syscalls sorted by thread and time; each thread learns its range. */
+static int build_syscalls(struct json *x)
+{
+	const Hostprof__SyscallTable *t = x->snap->syscalls;
+	uint64_t ts = x->snap->start_ns;
+	size_t i, n = t ? t->n_ts_delta : 0;
+
+	if (n > UINT32_MAX)
+		return -EINVAL;
+	x->sc = malloc(MAX(n, (size_t)1) * sizeof(*x->sc));
+	if (!x->sc)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		ts += t->ts_delta[i];
+		x->sc[i] = (struct syscall_ref){ .tid = t->tid[i], .idx = (uint32_t)i, .ts = ts };
+	}
+	x->nsc = n;
+	qsort(x->sc, n, sizeof(*x->sc), cmp_syscall);
+	for (i = 0; i < n; i++) {
+		struct thread *th = thread_find(x, x->sc[i].tid);
+
+		if (!th)
+			continue;
+		if (th->sc_end == 0)
+			th->sc_next = i;
+		th->sc_end = i + 1;
+	}
+	return 0;
+}
+
+/* ---- Writing events -------------------------------------------------------------------- */
+
+/*
+ * Whether a write failed. jsonw does not report errors: stdio keeps them, and errno still
+ * says why when this is asked after each event.
+ */
+static bool failed(struct json *x)
+{
+	if (!x->err && ferror(x->out))
+		x->err = errno > 0 ? -errno : -EIO;
+	return x->err != 0;
+}
+
+static void event_begin(struct json *x, const char *ph, const char *name, const char *cat, uint64_t pid,
+			uint64_t tid, uint64_t ts)
+{
+	struct jsonw *j = x->j;
+
+	jsonw_begin_object(j);
+	jsonw_string_field(j, "name", name);
+	if (cat)
+		jsonw_string_field(j, "cat", cat);
+	jsonw_string_field(j, "ph", ph);
+	jsonw_fixed_field(j, "ts", (int64_t)(ts - x->snap->start_ns), 3);
+	jsonw_uint_field(j, "pid", pid);
+	jsonw_uint_field(j, "tid", tid);
+}
+
+static void metadata(struct json *x, const char *what, uint64_t pid, uint64_t tid, const char *name,
+		     int64_t sort_index)
+{
+	struct jsonw *j = x->j;
+	char sort_what[32];
+
+	jsonw_begin_object(j);
+	jsonw_string_field(j, "name", what);
+	jsonw_string_field(j, "ph", "M");
+	jsonw_uint_field(j, "pid", pid);
+	jsonw_uint_field(j, "tid", tid);
+	jsonw_name(j, "args");
+	jsonw_begin_object(j);
+	jsonw_string_field(j, "name", name);
+	jsonw_end_object(j);
+	jsonw_end_object(j);
+
+	snprintf(sort_what, sizeof(sort_what), "%s_sort_index",
+		 !strcmp(what, "process_name") ? "process" : "thread");
+	jsonw_begin_object(j);
+	jsonw_string_field(j, "name", sort_what);
+	jsonw_string_field(j, "ph", "M");
+	jsonw_uint_field(j, "pid", pid);
+	jsonw_uint_field(j, "tid", tid);
+	jsonw_name(j, "args");
+	jsonw_begin_object(j);
+	jsonw_int_field(j, "sort_index", sort_index);
+	jsonw_end_object(j);
+	jsonw_end_object(j);
+}
+
+static const char *process_name(struct json *x, uint32_t pid, char *buf, size_t len)
+{
+	const Hostprof__Snapshot *s = x->snap;
+	const struct thread *main_thread;
+	size_t i;
+
+	for (i = 0; i < s->n_processes; i++)
+		if (s->processes[i]->pid == pid && s->processes[i]->comm && *s->processes[i]->comm)
+			return s->processes[i]->comm;
+	main_thread = thread_find(x, pid);
+	if (main_thread && main_thread->comm)
+		return main_thread->comm;
+	snprintf(buf, len, "pid %" PRIu32, pid);
+	return buf;
+}
+
+static int write_metadata(struct json *x)
+{
+	const Hostprof__Snapshot *s = x->snap;
+	const Hostprof__SchedSwitchTable *sw = s->switches;
+	_cleanup_free_ uint32_t *pids = NULL, *cpus = NULL;
+	size_t i, npids = 0, ncpus = 0;
+	char buf[32];
+
+	pids = malloc((x->nthreads + s->n_processes + 1) * sizeof(*pids));
+	cpus = malloc(MAX(sw ? sw->n_ts_delta : 0, (size_t)1) * sizeof(*cpus));
+	if (!pids || !cpus)
+		return -ENOMEM;
+	for (i = 0; i < x->nthreads; i++)
+		if (x->threads[i].pid)
+			pids[npids++] = x->threads[i].pid;
+	for (i = 0; i < s->n_processes; i++)
+		if (s->processes[i]->pid)
+			pids[npids++] = s->processes[i]->pid;
+	npids = sort_unique(pids, npids);
+	if (sw) {
+		append(cpus, &ncpus, sw->cpu, sw->n_ts_delta);
+		ncpus = sort_unique(cpus, ncpus);
+	}
+
+	if (ncpus)
+		metadata(x, "process_name", CPUS_PID, 0, CPUS_NAME, 0);
+	for (i = 0; i < ncpus && !failed(x); i++) {
+		snprintf(buf, sizeof(buf), "CPU %" PRIu32, cpus[i]);
+		metadata(x, "thread_name", CPUS_PID, (uint64_t)CPUS_PID + 1 + cpus[i], buf, cpus[i]);
+	}
+	for (i = 0; i < npids && !failed(x); i++)
+		metadata(x, "process_name", pids[i], 0, process_name(x, pids[i], buf, sizeof(buf)),
+			 pids[i] == s->pid ? 1 : 2);
+	for (i = 0; i < x->nthreads && !failed(x); i++) {
+		const struct thread *t = &x->threads[i];
+
+		if (!t->pid)
+			continue;
+		if (t->comm) {
+			metadata(x, "thread_name", t->pid, t->tid, t->comm, t->tid);
+		} else {
+			snprintf(buf, sizeof(buf), "tid %" PRIu32, t->tid);
+			metadata(x, "thread_name", t->pid, t->tid, buf, t->tid);
+		}
+	}
+	return x->err;
+}
+
+static void write_hex_field(struct jsonw *j, const char *name, uint64_t v)
+{
+	char buf[24];
+
+	snprintf(buf, sizeof(buf), "0x%" PRIx64, v);
+	jsonw_string_field(j, name, buf);
+}
+
+static void write_syscalls(struct json *x)
+{
+	const Hostprof__Snapshot *s = x->snap;
+	const Hostprof__SyscallTable *t = s->syscalls;
+	struct jsonw *j = x->j;
+	uint64_t ts = s->start_ns;
+	size_t i, n = t ? t->n_ts_delta : 0;
+	char buf[32];
+
+	for (i = 0; i < n && !failed(x); i++) {
+		const char *name = t->nr[i] < s->n_syscall_names ? s->syscall_names[t->nr[i]] : NULL;
+
+		ts += t->ts_delta[i];
+		if (!name || !*name) {
+			snprintf(buf, sizeof(buf), "syscall_%" PRIu32, t->nr[i]);
+			name = buf;
+		}
+		event_begin(x, "X", name, "syscall", t->pid[i], t->tid[i], ts);
+		jsonw_fixed_field(j, "dur", (int64_t)t->dur_ns[i], 3);
+		jsonw_name(j, "args");
+		jsonw_begin_object(j);
+		jsonw_uint_field(j, "nr", t->nr[i]);
+		write_hex_field(j, "arg0", t->arg0[i]);
+		write_hex_field(j, "arg1", t->arg1[i]);
+		write_hex_field(j, "arg2", t->arg2[i]);
+		jsonw_int_field(j, "ret", t->ret[i]);
+		jsonw_uint_field(j, "cpu", t->cpu[i]);
+		jsonw_end_object(j);
+		jsonw_end_object(j);
+	}
+}
+
+static void instant_begin(struct json *x, const char *name, const char *cat, uint32_t pid, uint32_t tid,
+			  uint64_t ts)
+{
+	event_begin(x, "i", name, cat, pid, tid, ts);
+	jsonw_string_field(x->j, "s", tid ? "t" : "p");
+	jsonw_name(x->j, "args");
+	jsonw_begin_object(x->j);
+}
+
+static void instant_end(struct json *x)
+{
+	jsonw_end_object(x->j);
+	jsonw_end_object(x->j);
+}
+
+static void write_task_events(struct json *x)
+{
+	const Hostprof__Snapshot *s = x->snap;
+	const Hostprof__TaskEventTable *t = s->task_events;
+	static const char *const names[] = { [1] = "fork", [2] = "exit", [3] = "exec", [4] = "rename" };
+	uint64_t ts = s->start_ns;
+	size_t i, n = t ? t->n_ts_delta : 0;
+	char buf[32];
+
+	for (i = 0; i < n && !failed(x); i++) {
+		const char *name = t->kind[i] < ARRAY_SIZE(names) ? names[t->kind[i]] : NULL;
+
+		ts += t->ts_delta[i];
+		if (!name) {
+			snprintf(buf, sizeof(buf), "task_event_%" PRIu32, t->kind[i]);
+			name = buf;
+		}
+		instant_begin(x, name, "task", t->pid[i], t->tid[i], ts);
+		if (t->kind[i] == 1) {
+			jsonw_uint_field(x->j, "child_tid", t->child_tid[i]);
+			jsonw_uint_field(x->j, "child_pid", t->child_pid[i]);
+		}
+		if (*str_at(s, t->comm[i]))
+			jsonw_string_field(x->j, "comm", str_at(s, t->comm[i]));
+		instant_end(x);
+	}
+}
+
+static void write_migrations(struct json *x)
+{
+	const Hostprof__MigrationTable *t = x->snap->migrations;
+	uint64_t ts = x->snap->start_ns;
+	size_t i, n = t ? t->n_ts_delta : 0;
+	char name[48];
+
+	for (i = 0; i < n && !failed(x); i++) {
+		ts += t->ts_delta[i];
+		snprintf(name, sizeof(name), "migrate %" PRIu32 "->%" PRIu32, t->from_cpu[i], t->to_cpu[i]);
+		instant_begin(x, name, "sched", t->pid[i], t->tid[i], ts);
+		jsonw_uint_field(x->j, "from_cpu", t->from_cpu[i]);
+		jsonw_uint_field(x->j, "to_cpu", t->to_cpu[i]);
+		instant_end(x);
+	}
+}
+
+static void write_markers(struct json *x)
+{
+	const Hostprof__Snapshot *s = x->snap;
+	size_t i;
+
+	for (i = 0; i < s->n_markers && !failed(x); i++) {
+		const Hostprof__Marker *m = s->markers[i];
+		const struct thread *t = m->tid ? thread_find(x, m->tid) : NULL;
+
+		instant_begin(x, m->name && *m->name ? m->name : "marker", "marker",
+			      t && t->pid ? t->pid : s->pid, m->tid, m->ts);
+		if (m->detail && *m->detail)
+			jsonw_string_field(x->j, "detail", m->detail);
+		instant_end(x);
+	}
+}
+
+/* ---- Thread states and CPU rows -------------------------------------------------------- */
+
+static void task_field(struct jsonw *j, const char *name, const char *comm, uint32_t tid)
+{
+	char buf[64];
+
+	snprintf(buf, sizeof(buf), "%s:%" PRIu32, comm && *comm ? comm : "?", tid);
+	jsonw_string_field(j, name, buf);
+}
+
+static void span_piece(struct json *x, const struct thread *t, const struct span *sp, uint64_t start,
+		       uint64_t end)
+{
+	struct jsonw *j = x->j;
+	char buf[16];
+
+	event_begin(x, "X", sp->name, sp->cat, t->pid, t->tid, start);
+	jsonw_fixed_field(j, "dur", (int64_t)(end - start), 3);
+	jsonw_string_field(j, "cname", sp->cname);
+	jsonw_name(j, "args");
+	jsonw_begin_object(j);
+	switch (sp->kind) {
+	case ST_RUNNING:
+		jsonw_uint_field(j, "cpu", sp->cpu);
+		jsonw_int_field(j, "prio", sp->prio);
+		jsonw_string_field(j, "end_state", state_name(sp->state, buf, sizeof(buf)));
+		task_field(j, "next", sp->by_comm, sp->by_tid);
+		break;
+	case ST_RUNNABLE:
+		jsonw_string_field(j, "state", sp->woken ? "R" : state_name(sp->state, buf, sizeof(buf)));
+		jsonw_string_field(j, "cause", sp->woken ? "wakeup" : "preempted");
+		if (sp->by_tid)
+			task_field(j, sp->woken ? "waker" : "preempted_by", sp->by_comm, sp->by_tid);
+		break;
+	case ST_BLOCKED:
+		jsonw_string_field(j, "state", state_name(sp->state, buf, sizeof(buf)));
+		if (sp->by_tid)
+			task_field(j, "waker", sp->by_comm, sp->by_tid);
+		break;
+	}
+	jsonw_end_object(j);
+	jsonw_end_object(j);
+}
+
+/*
+ * A span on the thread's row, cut where one of the thread's syscalls begins or ends inside
+ * it, so that it nests under the syscall. Spans of a thread come in time order, and so
+ * does the cursor into its syscalls.
+ */
+static void thread_span(struct json *x, struct thread *t, const struct span *sp, uint64_t start, uint64_t end)
+{
+	const Hostprof__SyscallTable *sc = x->snap->syscalls;
+	uint64_t cur = start;
+
+	if (end <= start)
+		return;
+	while (t->sc_next < t->sc_end) {
+		const struct syscall_ref *ref = &x->sc[t->sc_next];
+		uint64_t s_start = ref->ts, s_end = ref->ts + sc->dur_ns[ref->idx];
+
+		if (s_start >= end)
+			break;
+		if (s_start > cur) {
+			span_piece(x, t, sp, cur, s_start);
+			cur = s_start;
+		}
+		if (s_end > cur && s_end < end) {
+			span_piece(x, t, sp, cur, s_end);
+			cur = s_end;
+		}
+		if (s_end > end)
+			break;
+		t->sc_next++;
+	}
+	if (cur < end)
+		span_piece(x, t, sp, cur, end);
+}
+
+static void cpu_span(struct json *x, const struct thread *t, uint32_t end_state, uint64_t end)
+{
+	struct jsonw *j = x->j;
+	char name[64], buf[16];
+
+	snprintf(name, sizeof(name), "%s:%" PRIu32, t->comm ? t->comm : "?", t->tid);
+	event_begin(x, "X", name, "cpu", CPUS_PID, (uint64_t)CPUS_PID + 1 + t->cpu, t->since);
+	jsonw_fixed_field(j, "dur", (int64_t)(end - t->since), 3);
+	jsonw_string_field(j, "cname", "thread_state_running");
+	jsonw_name(j, "args");
+	jsonw_begin_object(j);
+	jsonw_uint_field(j, "tid", t->tid);
+	jsonw_uint_field(j, "pid", t->pid);
+	jsonw_int_field(j, "prio", t->prio);
+	jsonw_string_field(j, "end_state", state_name(end_state, buf, sizeof(buf)));
+	jsonw_end_object(j);
+	jsonw_end_object(j);
+}
+
+static void runnable_span(struct json *x, struct thread *t, uint64_t start, uint64_t end)
+{
+	bool long_wait = end - start >= JSON_LONG_WAIT_NS;
+	struct span sp = {
+		.name = long_wait ? "Runnable (long)" : "Runnable",
+		.cat = long_wait ? "sched,long_wait" : "sched",
+		.cname = long_wait ? "terrible" : "thread_state_runnable",
+		.kind = ST_RUNNABLE,
+		.state = t->state,
+		.woken = t->woken,
+		.by_tid = t->by_tid,
+		.by_comm = t->by_comm,
+	};
+
+	thread_span(x, t, &sp, start, end);
+}
+
+static void blocked_span(struct json *x, struct thread *t, uint64_t end, uint32_t waker_tid,
+			 const char *waker_comm)
+{
+	struct span sp = {
+		.name = "Blocked",
+		.cat = "sched",
+		.cname = blocked_cname(t->state),
+		.kind = ST_BLOCKED,
+		.state = t->state,
+		.by_tid = waker_tid,
+		.by_comm = waker_comm,
+	};
+
+	thread_span(x, t, &sp, t->since, end);
+}
+
+static void on_wakeup(struct json *x, size_t i, uint64_t ts)
+{
+	const Hostprof__WakeupTable *wk = x->snap->wakeups;
+	struct thread *t = thread_find(x, wk->tid[i]);
+	const char *waker_comm = str_at(x->snap, wk->waker_comm[i]);
+
+	if (!t || !t->watched)
+		return;
+	if (t->st == ST_BLOCKED)
+		blocked_span(x, t, ts, wk->waker_tid[i], waker_comm);
+	else if (t->st != ST_UNKNOWN)
+		return; /* running or runnable already: nothing changes */
+	t->st = ST_RUNNABLE;
+	t->woken = true;
+	t->by_tid = wk->waker_tid[i];
+	t->by_comm = waker_comm;
+	t->since = ts;
+}
+
+static void on_switch_out(struct json *x, size_t i, uint64_t ts)
+{
+	const Hostprof__Snapshot *s = x->snap;
+	const Hostprof__SchedSwitchTable *sw = s->switches;
+	struct thread *t = thread_find(x, sw->prev_tid[i]);
+
+	if (!t)
+		return;
+	if (t->st == ST_RUNNING && t->cpu == sw->cpu[i] && ts > t->since) {
+		struct span sp = {
+			.name = "Running",
+			.cat = "sched",
+			.cname = "thread_state_running",
+			.kind = ST_RUNNING,
+			.cpu = t->cpu,
+			.prio = t->prio,
+			.state = sw->prev_state[i],
+			.by_tid = sw->next_tid[i],
+			.by_comm = str_at(s, sw->next_comm[i]),
+		};
+
+		thread_span(x, t, &sp, t->since, ts);
+		cpu_span(x, t, sw->prev_state[i], ts);
+	}
+	t->st = STATE_RUNNABLE(sw->prev_state[i]) ? ST_RUNNABLE : ST_BLOCKED;
+	t->woken = false;
+	t->state = sw->prev_state[i];
+	t->by_tid = sw->next_tid[i];
+	t->by_comm = str_at(s, sw->next_comm[i]);
+	t->since = ts;
+}
+
+static void on_switch_in(struct json *x, size_t i, uint64_t ts)
+{
+	const Hostprof__Snapshot *s = x->snap;
+	const Hostprof__SchedSwitchTable *sw = s->switches;
+	struct thread *t = thread_find(x, sw->next_tid[i]);
+	uint64_t wait = sw->n_next_wait_ns ? sw->next_wait_ns[i] : 0;
+	uint32_t kind = sw->n_next_wait_kind ? sw->next_wait_kind[i] : 0;
+
+	if (!t)
+		return;
+	if (t->watched) {
+		switch (t->st) {
+		case ST_RUNNABLE:
+			runnable_span(x, t, t->since, ts);
+			break;
+		case ST_BLOCKED:
+			/* woken by what the wakeup table did not keep: the wait says when */
+			if (kind == 1 && wait && wait <= ts - t->since) {
+				blocked_span(x, t, ts - wait, 0, NULL);
+				t->woken = true;
+				t->by_tid = 0;
+				runnable_span(x, t, ts - wait, ts);
+			} else {
+				blocked_span(x, t, ts, 0, NULL);
+			}
+			break;
+		case ST_UNKNOWN:
+			/* its first event: the wait measured in the kernel is still known */
+			if ((kind == 1 || kind == 2) && wait && wait <= ts - s->start_ns) {
+				t->woken = kind == 1;
+				t->state = STATE_RUNNING;
+				t->by_tid = 0;
+				runnable_span(x, t, ts - wait, ts);
+			}
+			break;
+		}
+	}
+	t->st = ST_RUNNING;
+	t->cpu = sw->cpu[i];
+	t->prio = sw->next_prio[i];
+	t->since = ts;
+}
+
+static void write_sched(struct json *x)
+{
+	const Hostprof__SchedSwitchTable *sw = x->snap->switches;
+	const Hostprof__WakeupTable *wk = x->snap->wakeups;
+	uint64_t ts_sw = x->snap->start_ns, ts_wk = x->snap->start_ns;
+	size_t i = 0, k = 0, nsw = sw ? sw->n_ts_delta : 0, nwk = wk ? wk->n_ts_delta : 0;
+
+	if (nsw)
+		ts_sw += sw->ts_delta[0];
+	if (nwk)
+		ts_wk += wk->ts_delta[0];
+	while ((i < nsw || k < nwk) && !failed(x)) {
+		if (k < nwk && (i == nsw || ts_wk <= ts_sw)) {
+			on_wakeup(x, k, ts_wk);
+			if (++k < nwk)
+				ts_wk += wk->ts_delta[k];
+		} else {
+			if (sw->prev_tid[i])
+				on_switch_out(x, i, ts_sw);
+			if (sw->next_tid[i])
+				on_switch_in(x, i, ts_sw);
+			if (++i < nsw)
+				ts_sw += sw->ts_delta[i];
+		}
+	}
+}
+
+/* ---- The whole file -------------------------------------------------------------------- */
+
+static void write_other_data(struct json *x)
+{
+	const Hostprof__Snapshot *s = x->snap;
+	struct jsonw *j = x->j;
+
+	jsonw_name(j, "otherData");
+	jsonw_begin_object(j);
+	if (s->producer)
+		jsonw_string_field(j, "producer", s->producer);
+	if (s->host) {
+		if (s->host->hostname)
+			jsonw_string_field(j, "hostname", s->host->hostname);
+		if (s->host->kernel_release)
+			jsonw_string_field(j, "kernel", s->host->kernel_release);
+		jsonw_uint_field(j, "ncpus", s->host->ncpus);
+	}
+	jsonw_uint_field(j, "pid", s->pid);
+	if (s->reason)
+		jsonw_string_field(j, "reason", s->reason);
+	jsonw_uint_field(j, "start_ns", s->start_ns);
+	jsonw_uint_field(j, "end_ns", s->end_ns);
+	jsonw_string_field(j, "clock", "CLOCK_BOOTTIME; ts 0 = start_ns");
+	jsonw_end_object(j);
+}
+
+static int write_json(struct json *x)
+{
+	struct jsonw *j = x->j;
+	int r;
+
+	r = build_threads(x);
+	if (r < 0)
+		return r;
+	r = build_syscalls(x);
+	if (r < 0)
+		return r;
+
+	jsonw_begin_object(j);
+	jsonw_name(j, "traceEvents");
+	jsonw_begin_array(j);
+	r = write_metadata(x);
+	if (r < 0)
+		return r;
+	write_syscalls(x);
+	write_task_events(x);
+	write_migrations(x);
+	write_markers(x);
+	write_sched(x);
+	jsonw_end_array(j);
+	jsonw_string_field(j, "displayTimeUnit", "ns");
+	write_other_data(x);
+	jsonw_end_object(j);
+	fputc('\n', x->out);
+	if (failed(x))
+		return x->err;
+	errno = 0;
+	if (fflush(x->out) == EOF)
+		x->err = negative_errno();
+	failed(x);
+	return x->err;
+}
+
+static void json_free(struct json *x)
+{
+	jsonw_free(x->j);
+	free(x->threads);
+	free(x->sc);
+}
+
+int snapshot_export_json(const Hostprof__Snapshot *snap, FILE *out)
+{
+	_cleanup_(json_free) struct json x = { .snap = snap, .out = out };
+	int r;
+
+	if (!snap || !out)
+		return -EINVAL;
+	r = validate(snap);
+	if (r < 0)
+		return r;
+	if (ferror(out)) /* an earlier error would be taken for ours */
+		return -EIO;
+	x.j = jsonw_new(out);
+	if (!x.j)
+		return -ENOMEM;
+
+	return write_json(&x);
+}

@@ -1,0 +1,577 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * pprof exporter: one snapshot as a gzip-compressed perftools.profiles.Profile (".pb.gz"),
+ * which `go tool pprof`, Pyroscope and Parca read.
+ *
+ * One profile holds both kinds of samples, with three sample types:
+ *   samples/count, cpu/nanoseconds   on-CPU: n samples, n × 1e9 / sample_hz ns
+ *   offcpu/nanoseconds               off-CPU: the time blocked
+ * A sample fills the slots of its kind and leaves 0 in the others; pprof sums values per
+ * stack, so `-sample_index=samples|cpu|offcpu` picks one view and the zeros of the other
+ * kind drop out of it (pprof hides zero-valued samples). default_sample_type is cpu.
+ * Samples with the same thread and stacks are merged; each carries the labels
+ * thread = the thread's name (when it has one) and tid = its number.
+ *
+ * A sample's location_ids go leaf first: the kernel frames, innermost first, then the user
+ * frames. One Location per distinct (address, mapping, name, kernel) among the frames
+ * used, with one Line naming its Function; one Function per distinct name (the name
+ * report.h's frame_names gives: unresolved frames read "libfoo.so+0x1234" here as in every
+ * other format). Every Snapshot.mapping becomes a Mapping with id = index + 1;
+ * has_functions is set when every frame used in it is resolved, so that pprof may
+ * symbolize the others itself when it has the binary.
+ *
+ * time_nanos is the window's start on CLOCK_REALTIME (from the ClockAnchor),
+ * duration_nanos the window, period_type cpu/nanoseconds, period 1e9 / sample_hz.
+ *
+ * The message is built in memory with pbwriter (the string table last: fields may come in
+ * any order) and written through zlib's deflate with a gzip header (mtime 0, so the same
+ * snapshot always gives the same bytes).
+ *
+ * Field numbers, from google/pprof proto/profile.proto (checked against the decoder in
+ * Go's vendored copy, cmd/vendor/github.com/google/pprof/profile/encode.go):
+ *   Profile.sample_type = 1, sample = 2, mapping = 3, location = 4, function = 5,
+ *     string_table = 6, time_nanos = 9, duration_nanos = 10, period_type = 11, period = 12,
+ *     comment = 13, default_sample_type = 14
+ *   ValueType.type = 1, unit = 2
+ *   Sample.location_id = 1 (packed), value = 2 (packed), label = 3
+ *   Label.key = 1, str = 2, num = 3
+ *   Mapping.id = 1, memory_start = 2, memory_limit = 3, file_offset = 4, filename = 5,
+ *     build_id = 6, has_functions = 7
+ *   Location.id = 1, mapping_id = 2, address = 3, line = 4
+ *   Line.function_id = 1
+ *   Function.id = 1, name = 2, system_name = 3
+ * String-valued fields hold indexes into string_table, whose entry 0 is "".
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "export.h"
+#include "hps.h"
+#include "macro.h"
+#include "pbwriter.h"
+#include "report.h"
+
+enum {
+	PROFILE_SAMPLE_TYPE = 1,
+	PROFILE_SAMPLE = 2,
+	PROFILE_MAPPING = 3,
+	PROFILE_LOCATION = 4,
+	PROFILE_FUNCTION = 5,
+	PROFILE_STRING_TABLE = 6,
+	PROFILE_TIME_NANOS = 9,
+	PROFILE_DURATION_NANOS = 10,
+	PROFILE_PERIOD_TYPE = 11,
+	PROFILE_PERIOD = 12,
+	PROFILE_COMMENT = 13,
+	PROFILE_DEFAULT_SAMPLE_TYPE = 14,
+};
+
+enum { VALUE_TYPE_TYPE = 1, VALUE_TYPE_UNIT = 2 };
+enum { SAMPLE_LOCATION_ID = 1, SAMPLE_VALUE = 2, SAMPLE_LABEL = 3 };
+enum { LABEL_KEY = 1, LABEL_STR = 2, LABEL_NUM = 3 };
+
+enum {
+	MAPPING_ID = 1,
+	MAPPING_MEMORY_START = 2,
+	MAPPING_MEMORY_LIMIT = 3,
+	MAPPING_FILE_OFFSET = 4,
+	MAPPING_FILENAME = 5,
+	MAPPING_BUILD_ID = 6,
+	MAPPING_HAS_FUNCTIONS = 7,
+};
+
+enum { LOCATION_ID = 1, LOCATION_MAPPING_ID = 2, LOCATION_ADDRESS = 3, LOCATION_LINE = 4 };
+enum { LINE_FUNCTION_ID = 1 };
+enum { FUNCTION_ID = 1, FUNCTION_NAME = 2, FUNCTION_SYSTEM_NAME = 3 };
+
+#define N_VALUES 3 /* samples, cpu, offcpu */
+#define GZIP_CHUNK (64u * 1024)
+
+/* ---- the string table ------------------------------------------------------------------- */
+
+/* Interned strings by index; slots is an open-addressing hash of index + 1 (0: empty). */
+struct strtab {
+	const char **v;
+	size_t n, cap;
+	uint32_t *slots;
+	size_t nslots;
+};
+
+static uint64_t str_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+	return h;
+}
+
+static int strtab_rehash(struct strtab *t, size_t nslots)
+{
+	uint32_t *slots = calloc(nslots, sizeof(*slots));
+
+	if (!slots)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->n; i++) {
+		size_t h = str_hash(t->v[i]) & (nslots - 1);
+
+		while (slots[h])
+			h = (h + 1) & (nslots - 1);
+		slots[h] = (uint32_t)i + 1;
+	}
+	free(t->slots);
+	t->slots = slots;
+	t->nslots = nslots;
+	return 0;
+}
+
+/* The index of s, which must outlive the table. */
+static int strtab_add(struct strtab *t, const char *s, int64_t *ret_idx)
+{
+	size_t h;
+	int r;
+
+	if (!s)
+		s = "";
+	if ((t->n + 1) * 2 > t->nslots) {
+		r = strtab_rehash(t, t->nslots ? t->nslots * 2 : 256);
+		if (r < 0)
+			return r;
+	}
+	for (h = str_hash(s) & (t->nslots - 1); t->slots[h]; h = (h + 1) & (t->nslots - 1))
+		if (!strcmp(t->v[t->slots[h] - 1], s)) {
+			*ret_idx = t->slots[h] - 1;
+			return 0;
+		}
+	if (t->n >= UINT32_MAX - 1)
+		return -E2BIG;
+	if (t->n == t->cap) {
+		size_t ncap = t->cap ? t->cap * 2 : 256;
+		const char **v = reallocarray(t->v, ncap, sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		t->v = v;
+		t->cap = ncap;
+	}
+	t->v[t->n] = s;
+	t->slots[h] = (uint32_t)++t->n;
+	*ret_idx = (int64_t)t->n - 1;
+	return 0;
+}
+
+static void strtab_free(struct strtab *t)
+{
+	free(t->v);
+	free(t->slots);
+	*t = (struct strtab){};
+}
+
+/* ---- the profile ------------------------------------------------------------------------ */
+
+struct pprof {
+	const Hostprof__Snapshot *snap;
+	struct pbw w;
+	struct strtab st;
+	struct frame_names fn;
+	struct thread_names tn;
+	uint64_t *loc_of_frame; /* location id of each frame; 0: not used */
+	uint64_t *func_of_string; /* function id of each name's string index; 0: none yet */
+	size_t n_func_of_string;
+	uint64_t n_functions;
+	int err;
+};
+
+/* Interns s; on failure remembers the error and returns 0 (""). */
+static int64_t str(struct pprof *p, const char *s)
+{
+	int64_t idx = 0;
+	int r;
+
+	if (p->err)
+		return 0;
+	r = strtab_add(&p->st, s, &idx);
+	if (r < 0) {
+		p->err = r;
+		return 0;
+	}
+	return idx;
+}
+
+static void put_value_type(struct pprof *p, uint32_t field, const char *type, const char *unit)
+{
+	size_t tok = pbw_begin(&p->w, field);
+
+	pbw_varint(&p->w, VALUE_TYPE_TYPE, (uint64_t)str(p, type));
+	pbw_varint(&p->w, VALUE_TYPE_UNIT, (uint64_t)str(p, unit));
+	pbw_end(&p->w, tok);
+}
+
+struct sample_key {
+	uint32_t tid, ustack, kstack;
+	uint64_t value;
+};
+
+static int cmp_sample_key(const void *a, const void *b)
+{
+	const struct sample_key *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->ustack != y->ustack)
+		return x->ustack < y->ustack ? -1 : 1;
+	return x->kstack < y->kstack ? -1 : x->kstack > y->kstack;
+}
+
+static void put_stack_locations(struct pprof *p, uint32_t idx1)
+{
+	const Hostprof__Stack *s;
+
+	if (!idx1)
+		return;
+	s = p->snap->stacks[idx1 - 1];
+	for (size_t j = 0; j < s->n_frames; j++)
+		pbw_raw_varint(&p->w, p->loc_of_frame[s->frames[j]]);
+}
+
+static void put_sample(struct pprof *p, const struct sample_key *k, bool offcpu, uint64_t period)
+{
+	const char *comm = thread_names_get(&p->tn, k->tid);
+	int64_t v[N_VALUES] = {};
+	size_t tok, sub;
+
+	if (offcpu) {
+		v[2] = (int64_t)k->value;
+	} else {
+		v[0] = (int64_t)k->value;
+		v[1] = (int64_t)(k->value * period);
+	}
+	tok = pbw_begin(&p->w, PROFILE_SAMPLE);
+	sub = pbw_begin(&p->w, SAMPLE_LOCATION_ID);
+	put_stack_locations(p, k->kstack);
+	put_stack_locations(p, k->ustack);
+	pbw_end(&p->w, sub);
+	sub = pbw_begin(&p->w, SAMPLE_VALUE);
+	for (size_t i = 0; i < N_VALUES; i++)
+		pbw_raw_varint(&p->w, (uint64_t)v[i]);
+	pbw_end(&p->w, sub);
+	if (comm[0]) {
+		sub = pbw_begin(&p->w, SAMPLE_LABEL);
+		pbw_varint(&p->w, LABEL_KEY, (uint64_t)str(p, "thread"));
+		pbw_varint(&p->w, LABEL_STR, (uint64_t)str(p, comm));
+		pbw_end(&p->w, sub);
+	}
+	sub = pbw_begin(&p->w, SAMPLE_LABEL);
+	pbw_varint(&p->w, LABEL_KEY, (uint64_t)str(p, "tid"));
+	pbw_varint(&p->w, LABEL_NUM, k->tid);
+	pbw_end(&p->w, sub);
+	pbw_end(&p->w, tok);
+}
+
+/* Merges the rows of one table by (tid, stacks) and writes a Sample for each. */
+static int put_samples(struct pprof *p, bool offcpu, uint64_t period)
+{
+	const Hostprof__Snapshot *s = p->snap;
+	_cleanup_free_ struct sample_key *keys = NULL;
+	size_t n = 0, nk = 0;
+
+	if (offcpu && s->offcpu)
+		n = s->offcpu->n_ts_delta;
+	else if (!offcpu && s->samples)
+		n = s->samples->n_ts_delta;
+	keys = calloc(MAX(n, (size_t)1), sizeof(*keys));
+	if (!keys)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		if (offcpu)
+			keys[i] = (struct sample_key){ s->offcpu->tid[i], s->offcpu->ustack[i],
+						       s->offcpu->kstack[i], s->offcpu->dur_ns[i] };
+		else
+			keys[i] = (struct sample_key){ s->samples->tid[i], s->samples->ustack[i],
+						       s->samples->kstack[i], 1 };
+	}
+	qsort(keys, n, sizeof(*keys), cmp_sample_key);
+	for (size_t i = 0; i < n; i++) {
+		if (nk && !cmp_sample_key(&keys[nk - 1], &keys[i]))
+			keys[nk - 1].value += keys[i].value;
+		else
+			keys[nk++] = keys[i];
+	}
+	for (size_t i = 0; i < nk; i++)
+		put_sample(p, &keys[i], offcpu, period);
+	return 0;
+}
+
+/* Marks the frames of stack idx1 as used. */
+static void mark_stack(struct pprof *p, uint32_t idx1)
+{
+	const Hostprof__Stack *s;
+
+	if (!idx1)
+		return;
+	s = p->snap->stacks[idx1 - 1];
+	for (size_t j = 0; j < s->n_frames; j++)
+		p->loc_of_frame[s->frames[j]] = 1;
+}
+
+/* Frame indexes by what makes a Location: address, mapping, kernel, name. */
+static int cmp_frame(const void *a, const void *b, void *pprof)
+{
+	const struct pprof *p = pprof;
+	const Hostprof__Frame *x = p->snap->frames[*(const uint32_t *)a];
+	const Hostprof__Frame *y = p->snap->frames[*(const uint32_t *)b];
+	int c;
+
+	if (x->address != y->address)
+		return x->address < y->address ? -1 : 1;
+	if (x->mapping != y->mapping)
+		return x->mapping < y->mapping ? -1 : 1;
+	if (x->kernel != y->kernel)
+		return x->kernel ? 1 : -1;
+	c = strcmp(p->fn.name[*(const uint32_t *)a], p->fn.name[*(const uint32_t *)b]);
+	return c;
+}
+
+static uint64_t function_id(struct pprof *p, const char *name)
+{
+	int64_t idx = str(p, name);
+
+	if (p->err)
+		return 0;
+	if ((size_t)idx >= p->n_func_of_string) {
+		size_t n = MAX((size_t)idx + 1, p->n_func_of_string * 2);
+		uint64_t *v = reallocarray(p->func_of_string, n, sizeof(*v));
+
+		if (!v) {
+			p->err = -ENOMEM;
+			return 0;
+		}
+		memset(v + p->n_func_of_string, 0, (n - p->n_func_of_string) * sizeof(*v));
+		p->func_of_string = v;
+		p->n_func_of_string = n;
+	}
+	if (!p->func_of_string[idx]) {
+		size_t tok = pbw_begin(&p->w, PROFILE_FUNCTION);
+
+		p->func_of_string[idx] = ++p->n_functions;
+		pbw_varint(&p->w, FUNCTION_ID, p->n_functions);
+		pbw_varint(&p->w, FUNCTION_NAME, (uint64_t)idx);
+		pbw_varint(&p->w, FUNCTION_SYSTEM_NAME, (uint64_t)idx);
+		pbw_end(&p->w, tok);
+	}
+	return p->func_of_string[idx];
+}
+
+/* Marks every frame that a sample or an off-CPU interval uses. */
+static void mark_used(struct pprof *p)
+{
+	const Hostprof__Snapshot *s = p->snap;
+
+	for (size_t i = 0; s->samples && i < s->samples->n_ts_delta; i++) {
+		mark_stack(p, s->samples->ustack[i]);
+		mark_stack(p, s->samples->kstack[i]);
+	}
+	for (size_t i = 0; s->offcpu && i < s->offcpu->n_ts_delta; i++) {
+		mark_stack(p, s->offcpu->ustack[i]);
+		mark_stack(p, s->offcpu->kstack[i]);
+	}
+}
+
+/* Locations and functions of every frame used, in (address, mapping, kernel, name) order. */
+static int put_locations(struct pprof *p)
+{
+	const Hostprof__Snapshot *s = p->snap;
+	_cleanup_free_ uint32_t *used = NULL;
+	size_t n = 0;
+	uint64_t id = 0;
+
+	used = calloc(MAX(s->n_frames, (size_t)1), sizeof(*used));
+	if (!used)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->n_frames; i++)
+		if (p->loc_of_frame[i])
+			used[n++] = (uint32_t)i;
+	qsort_r(used, n, sizeof(*used), cmp_frame, p);
+	for (size_t k = 0; k < n; k++) {
+		const Hostprof__Frame *f = s->frames[used[k]];
+		uint64_t func;
+		size_t tok, line;
+
+		if (k && !cmp_frame(&used[k - 1], &used[k], p)) {
+			p->loc_of_frame[used[k]] = id;
+			continue;
+		}
+		func = function_id(p, p->fn.name[used[k]]);
+		p->loc_of_frame[used[k]] = ++id;
+		tok = pbw_begin(&p->w, PROFILE_LOCATION);
+		pbw_varint(&p->w, LOCATION_ID, id);
+		if (f->mapping)
+			pbw_varint(&p->w, LOCATION_MAPPING_ID, f->mapping);
+		pbw_varint(&p->w, LOCATION_ADDRESS, f->address);
+		line = pbw_begin(&p->w, LOCATION_LINE);
+		pbw_varint(&p->w, LINE_FUNCTION_ID, func);
+		pbw_end(&p->w, line);
+		pbw_end(&p->w, tok);
+	}
+	return p->err;
+}
+
+/* Every mapping; has_functions when each frame used in it is resolved. */
+static int put_mappings(struct pprof *p)
+{
+	const Hostprof__Snapshot *s = p->snap;
+	_cleanup_free_ bool *unresolved = NULL;
+
+	unresolved = calloc(MAX(s->n_mappings, (size_t)1), sizeof(*unresolved));
+	if (!unresolved)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->n_frames; i++) {
+		const Hostprof__Frame *f = s->frames[i];
+
+		if (p->loc_of_frame[i] && f->mapping && !(f->function && f->function[0]))
+			unresolved[f->mapping - 1] = true;
+	}
+	for (size_t i = 0; i < s->n_mappings; i++) {
+		const Hostprof__Mapping *m = s->mappings[i];
+		size_t tok = pbw_begin(&p->w, PROFILE_MAPPING);
+
+		pbw_varint(&p->w, MAPPING_ID, i + 1);
+		pbw_varint(&p->w, MAPPING_MEMORY_START, m->start);
+		pbw_varint(&p->w, MAPPING_MEMORY_LIMIT, m->limit);
+		pbw_varint(&p->w, MAPPING_FILE_OFFSET, m->offset);
+		pbw_varint(&p->w, MAPPING_FILENAME, (uint64_t)str(p, m->file));
+		if (m->build_id && m->build_id[0])
+			pbw_varint(&p->w, MAPPING_BUILD_ID, (uint64_t)str(p, m->build_id));
+		if (!unresolved[i])
+			pbw_varint(&p->w, MAPPING_HAS_FUNCTIONS, 1);
+		pbw_end(&p->w, tok);
+	}
+	return p->err;
+}
+
+static int build_profile(struct pprof *p)
+{
+	const Hostprof__Snapshot *s = p->snap;
+	const Hostprof__ClockAnchor *c = s->clock;
+	uint64_t period = s->sample_hz ? NSEC_PER_SEC / s->sample_hz : 0;
+	_cleanup_free_ char *comment = NULL;
+	int r;
+
+	if (asprintf(&comment, "hostprof snapshot of pid %" PRIu32 ", reason: %s", s->pid,
+		     s->reason && s->reason[0] ? s->reason : "?") < 0)
+		return -ENOMEM;
+	str(p, ""); /* string_table[0] */
+	put_value_type(p, PROFILE_SAMPLE_TYPE, "samples", "count");
+	put_value_type(p, PROFILE_SAMPLE_TYPE, "cpu", "nanoseconds");
+	put_value_type(p, PROFILE_SAMPLE_TYPE, "offcpu", "nanoseconds");
+	mark_used(p);
+	r = put_mappings(p);
+	if (r >= 0)
+		r = put_locations(p);
+	if (r >= 0)
+		r = put_samples(p, false, period);
+	if (r >= 0)
+		r = put_samples(p, true, period);
+	if (r < 0)
+		return r;
+	/* the window's start on CLOCK_REALTIME, when the anchor allows it */
+	if (c && c->has_realtime_ns && c->has_boottime_ns && c->boottime_ns >= s->start_ns &&
+	    c->realtime_ns >= c->boottime_ns - s->start_ns)
+		pbw_int(&p->w, PROFILE_TIME_NANOS,
+			(int64_t)(c->realtime_ns - (c->boottime_ns - s->start_ns)));
+	if (s->end_ns > s->start_ns)
+		pbw_int(&p->w, PROFILE_DURATION_NANOS, (int64_t)(s->end_ns - s->start_ns));
+	put_value_type(p, PROFILE_PERIOD_TYPE, "cpu", "nanoseconds");
+	if (period)
+		pbw_int(&p->w, PROFILE_PERIOD, (int64_t)period);
+	pbw_varint(&p->w, PROFILE_COMMENT, (uint64_t)str(p, comment));
+	pbw_varint(&p->w, PROFILE_DEFAULT_SAMPLE_TYPE, (uint64_t)str(p, "cpu"));
+	if (p->err)
+		return p->err;
+	/* last: every string is interned by now */
+	for (size_t i = 0; i < p->st.n; i++)
+		pbw_string(&p->w, PROFILE_STRING_TABLE, p->st.v[i]);
+	return p->w.err;
+}
+
+/* gzip (deflate with a gzip header, mtime 0) of data into out. */
+static int write_gzip(const uint8_t *data, size_t len, FILE *out)
+{
+	_cleanup_free_ uint8_t *chunk = NULL;
+	z_stream z = {};
+	int r = 0, zr;
+
+	chunk = malloc(GZIP_CHUNK);
+	if (!chunk)
+		return -ENOMEM;
+	/* windowBits 15 + 16: a gzip wrapper instead of zlib's */
+	zr = deflateInit2(&z, Z_BEST_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+	if (zr != Z_OK)
+		return zr == Z_MEM_ERROR ? -ENOMEM : -EINVAL;
+	z.next_in = (Bytef *)data;
+	do {
+		size_t have;
+
+		/* avail_in is 32 bits: feed at most 1 GiB at a time */
+		if (!z.avail_in && len) {
+			z.avail_in = (uInt)MIN(len, (size_t)1 << 30);
+			len -= z.avail_in;
+		}
+		z.next_out = chunk;
+		z.avail_out = GZIP_CHUNK;
+		zr = deflate(&z, len || z.avail_in ? Z_NO_FLUSH : Z_FINISH);
+		if (zr == Z_STREAM_ERROR) {
+			r = -EINVAL;
+			break;
+		}
+		have = GZIP_CHUNK - z.avail_out;
+		errno = 0;
+		if (have && fwrite(chunk, 1, have, out) != have) {
+			r = negative_errno();
+			break;
+		}
+	} while (zr != Z_STREAM_END);
+	deflateEnd(&z);
+	return r;
+}
+
+int snapshot_export_pprof(const Hostprof__Snapshot *snap, FILE *out)
+{
+	struct pprof p = { .snap = snap, .w = PBW_INIT };
+	int r;
+
+	r = hps_validate(snap);
+	if (r < 0)
+		return r;
+	p.loc_of_frame = calloc(MAX(snap->n_frames, (size_t)1), sizeof(*p.loc_of_frame));
+	if (!p.loc_of_frame) {
+		r = -ENOMEM;
+		goto out;
+	}
+	r = frame_names_init(snap, &p.fn);
+	if (r < 0)
+		goto out;
+	r = thread_names_init(snap, &p.tn);
+	if (r < 0)
+		goto out;
+	r = build_profile(&p);
+	if (r < 0)
+		goto out;
+	r = write_gzip(p.w.buf, p.w.len, out);
+	if (r < 0)
+		goto out;
+	errno = 0;
+	if (fflush(out) == EOF || ferror(out))
+		r = negative_errno();
+out:
+	pbw_free(&p.w);
+	strtab_free(&p.st);
+	frame_names_free(&p.fn);
+	thread_names_free(&p.tn);
+	free(p.loc_of_frame);
+	free(p.func_of_string);
+	return r;
+}

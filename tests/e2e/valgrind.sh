@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# hostprofd under valgrind's memcheck for one ordinary session: start, watch a shell that
+# sleeps in a loop (so its children are followed too), status, a snapshot, SIGTERM.
+# Any memcheck error, or a definite leak at exit, fails the test. What valgrind 3.19
+# misjudges about bpf() is suppressed in tests/valgrind.supp, each entry saying why.
+. "$(dirname "$0")/lib.sh"
+require_root
+command -v valgrind >/dev/null || skip "valgrind is not installed (apt-get install valgrind)"
+if ldd "$HOSTPROFD" 2>/dev/null | grep -qE 'lib(a|ub)san'; then
+	skip "$HOSTPROFD is built with sanitizers: valgrind runs on the plain build"
+fi
+
+bash -c 'while :; do sleep 0.02; done' &
+loop_pid=$!
+bg_pids+=("$loop_pid")
+
+vglog=$tmp/valgrind.log
+valgrind --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=99 --num-callers=30 \
+	--suppressions="$SRCDIR/tests/valgrind.supp" --log-file="$vglog" \
+	"$HOSTPROFD" --config /dev/null --socket "$sock" --pid "$loop_pid" >"$tmp/daemon.log" 2>&1 &
+daemon_pid=$!
+# valgrind takes seconds to start it (libbpf parses the kernel's BTF): up to 120 s
+up=0
+for _ in $(seq 1200); do
+	ctl status >/dev/null 2>&1 && { up=1; break; }
+	kill -0 "$daemon_pid" 2>/dev/null || break
+	sleep 0.1
+done
+if [ $up = 0 ]; then
+	echo "hostprofd did not start under valgrind:" >&2
+	cat "$tmp/daemon.log" "$vglog" >&2
+	exit 1
+fi
+ok "hostprofd answers under valgrind"
+
+sleep 1 # some switches, forks and exits of the loop's sleeps
+expect_rc 0 "status" -- ctl status
+expect_match "^$loop_pid +bash " "status lists the watched shell"
+expect_rc 0 "snapshot of the watched shell" -- ctl snapshot --pid "$loop_pid" -o "$tmp/s.pftrace"
+[ -s "$tmp/s.pftrace" ] && ok "snapshot written" || fail "no snapshot file"
+expect_rc 1 "snapshot of a pid that is not watched" -- ctl snapshot --pid 1
+
+rc=0
+stop_daemon || rc=$?
+errors=$(sed -n 's/^==[0-9]*== ERROR SUMMARY: \([0-9]*\) errors.*/\1/p' "$vglog")
+if [ "$rc" = 0 ] && [ "$errors" = 0 ]; then
+	ok "SIGTERM: exit 0, valgrind: 0 errors, no definite leaks"
+else
+	fail "SIGTERM: exit $rc (99: valgrind found errors), valgrind: ${errors:-no} errors; its log:"
+	grep -v -- '^--[0-9]*-- ' "$vglog" >&2
+	echo "hostprofd's log:" >&2
+	cat "$tmp/daemon.log" >&2
+fi
+grep -q 'definitely lost: [1-9]' "$vglog" && fail "definite leaks: $(grep 'definitely lost' "$vglog")"
+finish

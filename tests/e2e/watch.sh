@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# watch/unwatch at run time, by pid and by thread name, with the permissions of SPEC §7;
+# a process that exited is still there; a reused pid is a new process; counts are true.
+. "$(dirname "$0")/lib.sh"
+require_root
+grp=hostprof-w-$$
+groupadd --system "$grp" || skip "cannot create a group"
+trap 'groupdel "$grp" 2>/dev/null; cleanup' EXIT
+chmod 755 "$tmp"
+as_user() { setpriv --reuid=nobody --regid=nogroup --groups="$grp" "$@"; }
+
+start_daemon --socket-group "$grp" --watch-thread none --trigger none --snapshot-dir "$tmp/snaps"
+sleep 60 & target=$!; bg_pids+=("$target")
+setpriv --reuid=nobody --regid=nogroup --clear-groups sleep 60 & mine=$!; bg_pids+=("$mine")
+sleep 0.2
+
+expect_rc 0 "watch --pid" -- ctl watch --pid "$target"
+expect_match "watching pid $target \(sleep\)" "acknowledged"
+expect_rc 0 "status lists it" -- ctl status --json
+[ "$(jq ".processes[] | select(.pid == $target) | .why" <<<"$out")" = '"pid"' ] && ok "watched for its pid" || fail "$out"
+expect_rc 1 "watch a pid that does not exist" -- ctl watch --pid 99999999
+expect_rc 4 "nobody watches root's process" -- as_user "$HOSTPROFCTL" --socket "$sock" watch --pid "$target"
+expect_rc 0 "nobody watches its own" -- as_user "$HOSTPROFCTL" --socket "$sock" watch --pid "$mine"
+expect_rc 4 "nobody adds a thread pattern" -- as_user "$HOSTPROFCTL" --socket "$sock" watch --thread 'x*'
+expect_match "only root may change thread patterns" "says why"
+expect_rc 4 "nobody unwatches root's process" -- as_user "$HOSTPROFCTL" --socket "$sock" unwatch --pid "$target"
+expect_rc 1 "fetch of a snapshot that does not exist" -- as_user "$HOSTPROFCTL" --socket "$sock" fetch 20260101T000000Z-1-x
+expect_rc 1 "fetch of a name that is not a snapshot" -- ctl fetch ../../etc/passwd
+expect_match "no automatic snapshot" "refused by name"
+
+# thread patterns at run time: a process renames a thread afterwards
+expect_rc 0 "watch --thread" -- ctl watch --thread 'late_*'
+"$STALL" --mode sleep --duration 2 --start-delay-ms 300 >"$tmp/late.out" 2>&1 &
+late=$!; bg_pids+=("$late")
+sleep 0.1
+expect_rc 0 "status" -- ctl status --json
+[ "$(jq -c .watch_threads <<<"$out")" = '["late_*"]' ] && ok "the pattern is listed" || fail "$(jq -c .watch_threads <<<"$out")"
+expect_rc 0 "unwatch --thread" -- ctl unwatch --thread 'late_*'
+expect_rc 1 "unwatch a pattern that is not there" -- ctl unwatch --thread 'late_*'
+wait "$late"
+
+# counts: 40 sleeps of 5 ms in a watched process are 40 switch-outs in S (within 5%)
+mkfifo "$tmp/go"
+"$SLEEPER" 40 5 <"$tmp/go" >"$tmp/sleeper.pid" &
+counter=$!; bg_pids+=("$counter")
+exec 7>"$tmp/go"
+for _ in $(seq 50); do [ -s "$tmp/sleeper.pid" ] && break; sleep 0.05; done
+expect_rc 0 "watch the counting process" -- ctl watch --pid "$counter"
+echo go >&7
+exec 7>&-
+wait "$counter"
+sleep 0.3
+expect_rc 0 "snapshot of the exited process" -- ctl snapshot --pid "$counter" -o "$tmp/count.pftrace"
+n=$(decode_perfetto "$tmp/count.pftrace" | grep -A6 'sched_switch {' | awk -v p="$counter" '
+	/prev_pid:/ { pid = $2 } /prev_state:/ { if (pid == p && $2 == 1) n++ } END { print n + 0 }')
+[ "$n" -ge 38 ] && [ "$n" -le 42 ] && ok "40 sleeps seen as $n switch-outs in S" || fail "$n switch-outs in S, want 40 within 5%"
+
+# unwatch keeps the history
+expect_rc 0 "unwatch --pid" -- ctl unwatch --pid "$target"
+expect_rc 0 "status after unwatch" -- ctl status --json
+[ "$(jq ".processes[] | select(.pid == $target) | .why" <<<"$out")" = '"unwatched"' ] && ok "listed as unwatched" || fail "$out"
+expect_rc 0 "its snapshot still works" -- ctl snapshot --pid "$target" -o "$tmp/t.pftrace"
+
+# a reused pid is a new process: ns_last_pid makes the kernel hand out the same pid again
+sleep 60 & first=$!; bg_pids+=("$first")
+expect_rc 0 "watch the first holder of a pid" -- ctl watch --pid "$first"
+kill "$first"; wait "$first" 2>/dev/null
+sleep 1.3 # the daemon notices the exit within a second
+second=
+for _ in 1 2 3; do
+	echo $((first - 1)) >/proc/sys/kernel/ns_last_pid 2>/dev/null || break
+	sleep 60 & p=$!
+	if [ "$p" = "$first" ]; then second=$p; bg_pids+=("$p"); break; fi
+	kill "$p"
+done
+if [ -n "$second" ]; then
+	expect_rc 0 "watch the second holder of the same pid" -- ctl watch --pid "$second"
+	expect_rc 0 "status" -- ctl status --json
+	[ "$(jq "[.processes[] | select(.pid == $first)] | length" <<<"$out")" = 2 ] && ok "two processes with pid $first" \
+		|| fail "$(jq -c "[.processes[] | select(.pid == $first)]" <<<"$out")"
+	[ "$(jq "[.processes[] | select(.pid == $first and .exited)] | length" <<<"$out")" = 1 ] && ok "one of them exited" \
+		|| fail "exited flags: $out"
+else
+	echo "note: could not get pid $first again (ns_last_pid), reuse not checked"
+fi
+finish

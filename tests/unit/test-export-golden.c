@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Golden files of the stack exporters and the report, from tests/fixtures/stall.hps (its
+ * story is in make-fixture.c): stall.oncpu.folded, stall.offcpu.folded, stall.oncpu.svg,
+ * stall.offcpu.svg, stall.txt and stall.report.json must come out byte for byte. Each
+ * export is also made twice and must not change (no addresses, clocks or hash order leak
+ * in), and the report's first line must blame hog for acl_thread's worst stall.
+ *
+ * Usage: test-export-golden FIXTURES_DIR
+ * HOSTPROF_UPDATE_GOLDEN=1 rewrites the goldens in FIXTURES_DIR instead of comparing.
+ * Exit: 0 pass, 1 fail.
+ */
+#include "check.h"
+#include "export-test.h"
+#include "hps.h"
+
+static const struct {
+	const char *file;
+	export_fn fn;
+} goldens[] = {
+	/* clang-format off */
+	{ "stall.oncpu.folded", export_folded_on },
+	{ "stall.offcpu.folded", export_folded_off },
+	{ "stall.oncpu.svg", export_svg_on },
+	{ "stall.offcpu.svg", export_svg_off },
+	{ "stall.txt", snapshot_report_text },
+	{ "stall.report.json", snapshot_report_json },
+	/* clang-format on */
+};
+
+#define FIRST_LINE                                                                                  \
+	"worst stall: acl_thread (tid 101) waited 30.0 ms at +0.900 s: preempted by hog (pid 200, " \
+	"SCHED_FIFO prio 49)\n"
+
+int main(int argc, char **argv)
+{
+	Hostprof__Snapshot *snap = NULL;
+	char path[4096];
+	int r;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: test-export-golden FIXTURES_DIR\n");
+		return 1;
+	}
+	snprintf(path, sizeof(path), "%s/stall.hps", argv[1]);
+	r = hps_read_file(path, &snap);
+	if (r < 0) {
+		fprintf(stderr, "FAIL cannot read %s: %s\n", path, strerror(-r));
+		return 1;
+	}
+	for (size_t i = 0; i < sizeof(goldens) / sizeof(goldens[0]); i++) {
+		char *a = NULL, *b = NULL;
+		size_t na = 0, nb = 0;
+
+		r = render(snap, goldens[i].fn, &a, &na);
+		CHECKF(r == 0, "%s: exporter returned %d", goldens[i].file, r);
+		r = render(snap, goldens[i].fn, &b, &nb);
+		CHECKF(r == 0, "%s: exporter returned %d the second time", goldens[i].file, r);
+		CHECKF(na == nb && !memcmp(a, b, na), "%s: two exports of one snapshot differ",
+		       goldens[i].file);
+		CHECKF(golden_check(argv[1], goldens[i].file, a, na), "%s matches its golden",
+		       goldens[i].file);
+		if (!strcmp(goldens[i].file, "stall.txt"))
+			CHECKF(na >= strlen(FIRST_LINE) && !memcmp(a, FIRST_LINE, strlen(FIRST_LINE)),
+			       "the report's first line blames hog:\n  want: %s  got:  %.*s", FIRST_LINE,
+			       (int)strcspn(a, "\n"), a);
+		free(a);
+		free(b);
+	}
+	hps_free(snap);
+	return check_summary();
+}
