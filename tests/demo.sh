@@ -44,7 +44,24 @@ echo "demo: workload 'trainer' pid $trainer: acl_thread (tid $acl) spins on CPU 
 wait "$stall_pid"
 stall_pid=
 
-echo "demo: taking a snapshot: hostprofctl snapshot --pid $trainer"
+# the acl_preempt trigger took a snapshot by itself, 1 s after the first preemption
+name=
+for _ in $(seq 50); do
+	name=$("$hostprofctl" snapshots --json | jq -r --arg p "$trainer" '[.snapshots[] | select(.pid == ($p | tonumber))][0].name // empty')
+	[ -n "$name" ] && break
+	sleep 0.1
+done
+if [ -n "$name" ]; then
+	dir=$("$hostprofctl" snapshots --json | jq -r .dir)
+	echo "demo: the acl_preempt trigger saved an automatic snapshot by itself:"
+	for f in "$dir/$name".*; do echo "demo:   $f"; done
+	echo "demo: its report (hostprofctl report $dir/$name.hps):"
+	"$hostprofctl" report "$dir/$name.hps" | head -14 | sed 's/^/demo: | /'
+else
+	echo "demo: no automatic snapshot appeared (is the acl_preempt trigger configured away?)"
+fi
+
+echo "demo: and one on request: hostprofctl snapshot --pid $trainer"
 file=$("$hostprofctl" snapshot --pid "$trainer" 2>"$out/summary")
 echo "demo: wrote $(realpath "$file")  (open it in https://ui.perfetto.dev)"
 sed 's/^/demo: /' "$out/summary"
