@@ -36,6 +36,7 @@ struct daemon {
 	uint64_t start_ns;      /* BOOTTIME */
 	uint64_t ticks;
 	uint64_t watchdog_ticks; /* ping systemd's watchdog every this many ticks; 0: off */
+	uint64_t record_deadline; /* --record: BOOTTIME when to stop; 0: not recording */
 	uint64_t rate_events;   /* recorder events at the last rate sample */
 	uint64_t rate_ns;
 	double events_per_sec;

@@ -126,6 +126,9 @@ static int on_timer(struct io_source *src, uint32_t events)
 		log_warning_errno(r, "Failed to %s the syscall hooks: %m, ignoring",
 				  recorder_live_count(d->recorder) ? "attach" : "detach");
 	triggers_tick(d->triggers, d, now_boottime_ns());
+	/* --record: the duration is over, or the process is gone */
+	if (d->record_deadline && (now_boottime_ns() >= d->record_deadline || !recorder_live_count(d->recorder)))
+		d->quit = true;
 	if (d->watchdog_ticks && d->ticks % d->watchdog_ticks == 0)
 		(void)sd_notify(0, "WATCHDOG=1");
 	if (++d->ticks % TICKS_PER_SEC)

@@ -13,7 +13,10 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include "duration.h"
+#include "formats.h"
 #include "glob.h"
+#include "hps.h"
 #include "hostprofd.h"
 #include "log.h"
 #include "macro.h"
@@ -342,6 +345,51 @@ int daemon_reload(struct daemon *d)
 	return 0;
 }
 
+/* One-shot mode: capture for the duration (or until the process exits), write the
+ * formats, exit. */
+static int record(struct daemon *d)
+{
+	uint32_t pid = d->settings.pids[0];
+	unsigned formats = d->settings.record_formats ? d->settings.record_formats
+						      : 1u << FMT_HPS | 1u << FMT_PERFETTO | 1u << FMT_REPORT;
+	Hostprof__Snapshot *snap = NULL;
+	struct formats_out out = {};
+	const struct proc_rec *p;
+	uint8_t *data = NULL;
+	uint64_t events = 0;
+	size_t len = 0;
+	char dur[32];
+	int r;
+
+	d->record_deadline = now_boottime_ns() + d->settings.duration_ns;
+	log_info("recording pid %u for %s", pid, format_duration(d->settings.duration_ns, dur, sizeof(dur)));
+	r = loop_run(d);
+	if (r < 0)
+		return EXIT_FAILURE;
+	(void)capture_drain(d->capture);
+	p = recorder_find(d->recorder, pid);
+	if (!p)
+		return log_error("pid %u left no history", pid), EXIT_FAILURE;
+	r = daemon_build_snapshot(d, p, 0, 0, "record", NULL, 0, &data, &len, &events);
+	if (r >= 0)
+		r = hps_unpack(data, len, &snap);
+	if (r >= 0)
+		r = formats_write(snap, data, len, formats, d->settings.output, true, 0644, &out);
+	if (r < 0) {
+		log_error_errno(r, "Failed to write %s: %m", d->settings.output);
+		r = EXIT_FAILURE;
+	} else {
+		for (size_t i = 0; i < out.n; i++)
+			printf("%s\n", out.paths[i]);
+		log_info("pid %u: %llu events in %zu files", pid, (unsigned long long)events, out.n);
+		r = EXIT_SUCCESS;
+	}
+	formats_out_free(&out);
+	hps_free(snap);
+	free(data);
+	return r;
+}
+
 static int run(struct daemon *d)
 {
 	struct capture_opts copts = {
@@ -395,6 +443,8 @@ static int run(struct daemon *d)
 	r = loop_setup(d);
 	if (r < 0)
 		return log_error_errno(r, "Failed to set up the event loop: %m"), EXIT_FAILURE;
+	if (d->settings.record)
+		return record(d);
 	r = control_new(d, &d->control);
 	if (r < 0)
 		return EXIT_CONFIG; /* control_new logged why */
@@ -419,6 +469,13 @@ int main(int argc, char **argv)
 		return EXIT_CONFIG;
 	if (d.settings.verbose)
 		log_set_max_level(LOG_DEBUG);
+	if (d.settings.record) {
+		/* one process, by pid: no thread patterns, no triggers */
+		for (size_t i = 0; i < d.settings.n_watch_threads; i++)
+			free(d.settings.watch_threads[i]);
+		d.settings.n_watch_threads = 0;
+		d.settings.n_triggers = 0;
+	}
 	d.start_ns = now_boottime_ns();
 
 	r = run(&d);

@@ -41,6 +41,10 @@ enum {
 	OPT_MAX_SNAPSHOT_MB,
 	OPT_SNAPSHOT_FORMATS,
 	OPT_TRIGGER,
+	OPT_RECORD,
+	OPT_DURATION,
+	OPT_OUTPUT,
+	OPT_FORMAT,
 	OPT_VERBOSE,
 	OPT_HELP,
 	OPT_VERSION,
@@ -73,6 +77,11 @@ static const struct key keys[] = {
 	{ "max_snapshot_mb", "max-snapshot-mb", OPT_MAX_SNAPSHOT_MB, false },
 	{ "snapshot_formats", "snapshot-formats", OPT_SNAPSHOT_FORMATS, false },
 	{ NULL, "trigger", OPT_TRIGGER, true }, /* in the file: [trigger NAME] sections */
+	/* one-shot mode: flags only */
+	{ NULL, "record", OPT_RECORD, false },
+	{ NULL, "duration", OPT_DURATION, false },
+	{ NULL, "output", OPT_OUTPUT, false },
+	{ NULL, "format", OPT_FORMAT, false },
 };
 
 static const char usage_text[] =
@@ -103,6 +112,11 @@ static const char usage_text[] =
 	"                         migrate (THRESHOLD moves within 1 s); default\n"
 	"                         acl_preempt:preempt:acl_thread:1ms\n"
 	"  --force-raw-tp         attach raw tracepoints even where tp_btf works\n"
+	"\n"
+	"One-shot mode, for hosts without the service (no socket, no triggers):\n"
+	"  --record --pid PID --duration DUR -o PREFIX [--format LIST]\n"
+	"                         capture for DUR (or until PID exits), write PREFIX.<ext> in\n"
+	"                         the formats (default hps,perfetto,report) and exit\n"
 	"  -v, --verbose          log debug messages\n"
 	"  -h, --help             this text\n"
 	"  --version              print the version\n";
@@ -474,6 +488,26 @@ static int settings_set(struct settings *s, int opt, const char *v, const char *
 	}
 	case OPT_TRIGGER:
 		return trigger_parse_flag(s, v, why);
+	case OPT_RECORD:
+		s->record = true;
+		return 0;
+	case OPT_DURATION:
+		*why = "must be a duration from 100ms to 1h, like 10s";
+		if (parse_duration(v, &u) < 0 || u < 100 * NSEC_PER_MSEC || u > 3600 * NSEC_PER_SEC)
+			return -EINVAL;
+		s->duration_ns = u;
+		return 0;
+	case OPT_OUTPUT:
+		*why = "must not be empty";
+		if (!*v)
+			return -EINVAL;
+		return set_string(&s->output, v);
+	case OPT_FORMAT: {
+		_cleanup_free_ char *bad = NULL;
+
+		*why = "must be formats from perfetto, json, folded, pprof, svg, report, report-json, hps, all";
+		return formats_parse(v, &s->record_formats, &bad);
+	}
 	}
 	*why = "unknown";
 	return -EINVAL;
@@ -598,7 +632,8 @@ int settings_load(int argc, char **argv, struct settings *ret)
 
 	for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
 		opts[n++] = (struct option){ keys[i].flag,
-					     keys[i].opt == OPT_FORCE_RAW_TP ? no_argument : required_argument,
+					     keys[i].opt == OPT_FORCE_RAW_TP || keys[i].opt == OPT_RECORD ? no_argument
+												     : required_argument,
 					     NULL, keys[i].opt };
 	opts[n++] = (struct option){ "verbose", no_argument, NULL, 'v' };
 	opts[n++] = (struct option){ "help", no_argument, NULL, 'h' };
@@ -611,7 +646,7 @@ int settings_load(int argc, char **argv, struct settings *ret)
 	/* first pass: --config, --help, --version, and usage errors */
 	optind = 1;
 	opterr = 1;
-	while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "vho:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
 			fputs(usage_text, stdout);
@@ -646,9 +681,12 @@ int settings_load(int argc, char **argv, struct settings *ret)
 	/* second pass: flags replace the file's values */
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
-		const struct key *k = key_by_opt(c);
+	while ((c = getopt_long(argc, argv, "vho:", opts, NULL)) != -1) {
+		const struct key *k = key_by_opt(c == 'o' ? OPT_OUTPUT : c);
 		const char *why = "";
+
+		if (c == 'o')
+			c = OPT_OUTPUT;
 
 		if (c == 'v') {
 			s.verbose = true;
@@ -666,6 +704,17 @@ int settings_load(int argc, char **argv, struct settings *ret)
 			goto fail;
 		}
 	}
+	if (s.record && (s.n_pids != 1 || !s.duration_ns || !s.output)) {
+		fprintf(stderr, "hostprofd: --record needs one --pid, --duration and -o PREFIX, e.g.\n"
+				"  hostprofd --record --pid 4242 --duration 10s -o /tmp/stall\n");
+		r = -EINVAL;
+		goto fail;
+	}
+	if (!s.record && (s.duration_ns || s.output || s.record_formats)) {
+		fprintf(stderr, "hostprofd: --duration, -o and --format go with --record\n");
+		r = -EINVAL;
+		goto fail;
+	}
 	*ret = s;
 	return 0;
 fail:
@@ -682,5 +731,6 @@ void settings_free(struct settings *s)
 	free(s->socket_group);
 	free(s->cpus_text);
 	free(s->snapshot_dir);
+	free(s->output);
 	*s = (struct settings){};
 }

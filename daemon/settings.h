@@ -57,6 +57,11 @@ struct settings {
 	unsigned snapshot_formats; /* FMT_* mask, for automatic snapshots */
 	struct trigger_def triggers[HOSTPROF_MAX_TRIGGERS];
 	size_t n_triggers;
+	/* one-shot mode */
+	bool record;
+	uint64_t duration_ns;
+	char *output;
+	unsigned record_formats; /* 0: hps,perfetto,report */
 };
 
 const char *trigger_kind_name(enum trigger_kind kind);
