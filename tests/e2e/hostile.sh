@@ -5,12 +5,16 @@
 . "$(dirname "$0")/lib.sh"
 require_root
 
-sleep 60 & target=$!; bg_pids+=("$target")
+run_stall --duration 6 --period-ms 300 --burst-ms 5 --cpu 1
+target=$trainer
 start_daemon --pid "$target"
 for mode in garbage bigprefix truncated nohello badversion; do
 	expect_rc 0 "$mode: refused or closed" -- "$RAWCLIENT" "$sock" "$mode"
 done
 expect_match "protocol mismatch" "badversion: the error names the mismatch"
+sleep 1 # some history, so the snapshot takes more than one chunk
+expect_rc 0 "a client that hangs up mid-stream" -- "$RAWCLIENT" "$sock" midstream "$target"
+expect_rc 0 "the next client is served" -- ctl snapshot --pid "$target" -o "$tmp/after.pftrace"
 
 "$RAWCLIENT" "$sock" flood 200 6 "$target" >"$tmp/flood.out" 2>&1 & flood=$!; bg_pids+=("$flood")
 for _ in $(seq 100); do grep -q "connections open" "$tmp/flood.out" && break; sleep 0.05; done

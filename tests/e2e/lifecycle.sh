@@ -39,6 +39,17 @@ start_daemon
 grep -q "removing the stale socket" "$tmp/daemon.log" && ok "restart over a stale socket" || fail "restart: $(cat "$tmp/daemon.log")"
 stop_daemon
 
+# a kernel feature missing: the raw_tp fallback, forced, still captures
+start_daemon --force-raw-tp --trigger none
+grep -q "attached (raw_tp)" "$tmp/daemon.log" && ok "--force-raw-tp attaches raw tracepoints" || fail "$(cat "$tmp/daemon.log")"
+run_stall --duration 1.5 --period-ms 300 --burst-ms 10 --cpu 1
+wait "$stall_pid"
+expect_rc 0 "snapshot under raw_tp" -- ctl snapshot --pid "$trainer" --format hps -o "$tmp/raw.hps"
+"$HOSTPROFCTL" export "$tmp/raw.hps" --format perfetto -o "$tmp/raw.pftrace" >/dev/null
+n=$(decode_perfetto "$tmp/raw.pftrace" | grep -c 'sched_switch {')
+[ "$n" -gt 10 ] && ok "raw_tp captured $n switches" || fail "raw_tp captured $n switches"
+stop_daemon
+
 rm -f "$sock"; : >"$sock"
 expect_rc 2 "a regular file where the socket goes" -- "$HOSTPROFD" --config /dev/null --socket "$sock"
 expect_match "is not a socket" "refuses to replace it"

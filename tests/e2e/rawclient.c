@@ -9,6 +9,7 @@
  *   rawclient SOCKET badversion     a hello with protocol 999
  *   rawclient SOCKET flood N SECS PID  N connections that ask for a snapshot of PID and
  *                                   never read, held open SECS seconds
+ *   rawclient SOCKET midstream PID  ask for a snapshot of PID, read one chunk, hang up
  *
  * Prints what the daemon answered ("error CODE: message", "closed") and exits 0 when the
  * daemon behaved: answered with an error and/or closed the connection.
@@ -126,6 +127,30 @@ int main(int argc, char **argv)
 	}
 
 	fd = connect_to(argv[1]);
+	if (!strcmp(mode, "midstream")) {
+		Hostprof__Request req = HOSTPROF__REQUEST__INIT;
+		Hostprof__SnapshotRequest sreq = HOSTPROF__SNAPSHOT_REQUEST__INIT;
+		struct hp_buf buf = {};
+		const uint8_t *payload;
+		int n;
+
+		sreq.pid = argc > 3 ? atoi(argv[3]) : 1;
+		req.body_case = HOSTPROF__REQUEST__BODY_SNAPSHOT;
+		req.snapshot = &sreq;
+		send_hello(fd, HP_PROTOCOL_VERSION);
+		send_request(fd, &req);
+		for (int i = 0; i < 2; i++) { /* the hello, then the first chunk */
+			n = frame_read_fd(fd, HP_MAX_RESPONSE, &buf, &payload);
+			if (n < 0) {
+				printf("read: %s\n", strerror(-n));
+				return 1;
+			}
+		}
+		printf("hung up after the first chunk\n");
+		close(fd);
+		hp_buf_free(&buf);
+		return 0;
+	}
 	if (!strcmp(mode, "garbage")) {
 		uint8_t junk[1024];
 
