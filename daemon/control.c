@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,10 +29,12 @@
 #include "log.h"
 #include "macro.h"
 #include "procfs.h"
+#include "snapjob.h"
 #include "snapshot.h"
 
 #define MAX_CLIENTS 256
-#define MAX_STREAMS 8 /* snapshots being sent at once */
+#define MAX_STREAMS 8 /* snapshots being built or sent at once */
+#define STALL_NS (10 * NSEC_PER_SEC) /* a client with output that reads nothing this long is closed */
 #define MAX_DROPS 8
 
 struct client {
@@ -44,6 +47,8 @@ struct client {
 	bool dead;    /* closed; freed by control_gc() */
 	uint32_t epoll_events;
 	struct hp_buf in, out;
+	struct snapjob *job; /* a snapshot being built for it */
+	uint64_t progress_ns; /* when it last took output (or had none pending) */
 	/* the snapshot being streamed */
 	uint8_t *snap;
 	size_t snap_len, snap_off;
@@ -69,8 +74,10 @@ static void client_close(struct client *cl)
 	loop_del(cl->ctl->d, &cl->io);
 	close(cl->io.fd);
 	cl->io.fd = -1;
-	if (cl->snap)
+	if (cl->snap || cl->job)
 		cl->ctl->n_streams--;
+	snapjob_cancel(cl->job);
+	cl->job = NULL;
 	free(cl->snap);
 	cl->snap = NULL;
 	cl->dead = true;
@@ -232,9 +239,60 @@ static void handle_status(struct client *cl)
 	(void)send_response(cl, &resp);
 }
 
+struct snapshot_work {
+	const struct proc_rec *p;
+	uint64_t window_ns;
+};
+
+/* In the snapshot job's child: [uint64 events][.hps bytes]. */
+static int snapshot_work(struct daemon *d, void *arg, struct hp_buf *out)
+{
+	struct snapshot_work *w = arg;
+	uint8_t *data = NULL;
+	uint64_t events = 0;
+	size_t len = 0;
+	int r;
+
+	r = daemon_build_snapshot(d, w->p, w->window_ns, 0, NULL, NULL, 0, &data, &len, &events);
+	if (r < 0)
+		return r;
+	r = hp_buf_append(out, &events, sizeof(events));
+	if (r >= 0)
+		r = hp_buf_append(out, data, len);
+	free(data);
+	return r;
+}
+
+static void client_kick(struct client *cl);
+
+/* Back in the loop: stream it, or say why not. */
+static void snapshot_done(void *ud, int status, uint8_t *data, size_t len)
+{
+	struct client *cl = ud;
+
+	cl->job = NULL;
+	if (status < 0 || len < sizeof(uint64_t)) {
+		cl->ctl->n_streams--;
+		log_error_errno(status < 0 ? status : -EIO, "Failed to build a snapshot of pid %u: %m", cl->snap_pid);
+		(void)send_error(cl, HOSTPROF__ERROR__CODE__INTERNAL, "failed to build the snapshot: %s",
+				 strerror(status < 0 ? -status : EIO));
+		free(data);
+	} else {
+		memcpy(&cl->snap_events, data, sizeof(uint64_t));
+		memmove(data, data + sizeof(uint64_t), len - sizeof(uint64_t));
+		cl->snap = data;
+		cl->snap_len = len - sizeof(uint64_t);
+		cl->snap_off = 0;
+		log_info("snapshot of pid %u for uid %u: %zu bytes, %llu events", cl->snap_pid, cl->cred.uid,
+			 cl->snap_len, (unsigned long long)cl->snap_events);
+	}
+	client_kick(cl);
+}
+
 static void handle_snapshot(struct client *cl, const Hostprof__SnapshotRequest *req)
 {
 	struct daemon *d = cl->ctl->d;
+	struct snapshot_work w;
 	struct proc_rec *p;
 	int r;
 
@@ -258,19 +316,16 @@ static void handle_snapshot(struct client *cl, const Hostprof__SnapshotRequest *
 				 "%d snapshots are being sent already; try again in a moment", MAX_STREAMS);
 		return;
 	}
-	r = daemon_build_snapshot(d, p, req->has_window_ns ? req->window_ns : 0, 0, NULL, NULL, 0, &cl->snap,
-				  &cl->snap_len, &cl->snap_events);
+	/* built in a child process: the loop goes on draining meanwhile */
+	w = (struct snapshot_work){ .p = p, .window_ns = req->has_window_ns ? req->window_ns : 0 };
+	cl->snap_pid = p->info.pid;
+	r = snapjob_start(d, snapshot_work, &w, snapshot_done, cl, &cl->job);
 	if (r < 0) {
-		log_error_errno(r, "Failed to build a snapshot of pid %u: %m", req->pid);
-		(void)send_error(cl, HOSTPROF__ERROR__CODE__INTERNAL, "failed to build the snapshot: %s",
-				 strerror(-r));
+		log_error_errno(r, "Failed to start a snapshot of pid %u: %m", req->pid);
+		(void)send_error(cl, HOSTPROF__ERROR__CODE__INTERNAL, "failed to start the snapshot: %s", strerror(-r));
 		return;
 	}
-	cl->snap_off = 0;
-	cl->snap_pid = p->info.pid;
 	cl->ctl->n_streams++;
-	log_info("snapshot of pid %u for uid %u: %zu bytes, %llu events", p->info.pid, cl->cred.uid,
-		 cl->snap_len, (unsigned long long)cl->snap_events);
 }
 
 static void send_ack(struct client *cl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -497,6 +552,9 @@ static void stream_more(struct client *cl)
 			free(cl->snap);
 			cl->snap = NULL;
 			cl->ctl->n_streams--;
+			/* a snapshot's buffers are large and short-lived: give them back */
+			if (!cl->ctl->n_streams)
+				malloc_trim(0);
 		}
 	}
 	return;
@@ -558,7 +616,7 @@ static void process_input(struct client *cl)
 	size_t len;
 	int r;
 
-	while (!cl->closing && !cl->snap) {
+	while (!cl->closing && !cl->snap && !cl->job) {
 		r = frame_peek(&cl->in, HP_MAX_REQUEST, &payload, &len);
 		if (r == 0)
 			return;
@@ -582,7 +640,7 @@ static void client_read(struct client *cl)
 		size_t room = HP_FRAME_HDR + HP_MAX_REQUEST - hp_buf_pending(&cl->in);
 		ssize_t n;
 
-		if (room == 0 || cl->closing || cl->snap)
+		if (room == 0 || cl->closing || cl->snap || cl->job)
 			break;
 		if (hp_buf_reserve(&cl->in, room) < 0) {
 			client_close(cl);
@@ -618,9 +676,10 @@ static void client_write(struct client *cl)
 			return;
 		}
 		hp_buf_consume(&cl->out, n);
+		cl->progress_ns = now_boottime_ns();
 		stream_more(cl);
 	}
-	if (cl->closing && !cl->snap)
+	if (cl->closing && !cl->snap && !cl->job)
 		client_close(cl);
 }
 
@@ -630,7 +689,7 @@ static int client_update_events(struct client *cl)
 
 	if (cl->dead)
 		return 0;
-	if (!cl->closing && !cl->snap)
+	if (!cl->closing && !cl->snap && !cl->job)
 		ev |= EPOLLIN;
 	if (hp_buf_pending(&cl->out))
 		ev |= EPOLLOUT;
@@ -647,12 +706,20 @@ static int on_client(struct io_source *src, uint32_t events)
 
 	if (cl->dead)
 		return 0;
-	if (events & (EPOLLERR | EPOLLHUP)) {
+	/* a peer that hung up while its snapshot is being built gets nothing more */
+	if ((events & (EPOLLERR | EPOLLHUP)) || ((events & EPOLLRDHUP) && cl->job)) {
 		client_close(cl);
 		return 0;
 	}
 	if (events & (EPOLLIN | EPOLLRDHUP))
 		client_read(cl);
+	client_kick(cl);
+	return 0;
+}
+
+/* Move whatever can move: output, the stream, a request that waited. */
+static void client_kick(struct client *cl)
+{
 	if (!cl->dead) {
 		stream_more(cl);
 		client_write(cl);
@@ -662,7 +729,6 @@ static int on_client(struct io_source *src, uint32_t events)
 	}
 	if (!cl->dead && client_update_events(cl) < 0)
 		client_close(cl);
-	return 0;
 }
 
 static int on_accept(struct io_source *src, uint32_t events)
@@ -694,6 +760,7 @@ static int on_accept(struct io_source *src, uint32_t events)
 		}
 		cl->io.fd = fd;
 		cl->io.dispatch = on_client;
+		cl->progress_ns = now_boottime_ns();
 		cl->ctl = ctl;
 		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cl->cred, &len) < 0) {
 			log_warning_errno(-errno, "SO_PEERCRED failed: %m; refusing the client");
@@ -833,6 +900,27 @@ int control_new(struct daemon *d, struct control **ret)
 			return r;
 	}
 	return loop_add(d, &ctl->io, EPOLLIN);
+}
+
+/* Once a second: a client that has output waiting and has read none of it for
+ * STALL_NS is closed, so a client that never reads cannot hold a snapshot forever. */
+void control_tick(struct control *ctl, uint64_t now)
+{
+	if (!ctl)
+		return;
+	for (struct client *cl = ctl->clients; cl; cl = cl->next) {
+		if (cl->dead)
+			continue;
+		if (!hp_buf_pending(&cl->out) && !cl->snap) {
+			cl->progress_ns = now;
+			continue;
+		}
+		if (now - cl->progress_ns > STALL_NS) {
+			log_notice("client pid %d uid %u read nothing for %llu s: closing it", cl->cred.pid, cl->cred.uid,
+				   (unsigned long long)(STALL_NS / NSEC_PER_SEC));
+			client_close(cl);
+		}
+	}
 }
 
 void control_free(struct control *ctl)

@@ -37,6 +37,7 @@ struct daemon {
 	uint64_t ticks;
 	uint64_t watchdog_ticks; /* ping systemd's watchdog every this many ticks; 0: off */
 	uint64_t record_deadline; /* --record: BOOTTIME when to stop; 0: not recording */
+	bool in_snapjob;          /* this is a snapshot job's child: never touch the rings */
 	uint64_t rate_events;   /* recorder events at the last rate sample */
 	uint64_t rate_ns;
 	double events_per_sec;
@@ -79,5 +80,6 @@ int daemon_build_snapshot(struct daemon *d, const struct proc_rec *p, uint64_t w
 int control_new(struct daemon *d, struct control **ret);
 void control_free(struct control *ctl);
 void control_gc(struct control *ctl);
+void control_tick(struct control *ctl, uint64_t now);
 
 #endif

@@ -136,6 +136,7 @@ static int on_timer(struct io_source *src, uint32_t events)
 
 	now = now_boottime_ns();
 	recorder_tick(d->recorder, now, on_gone, on_freed, d);
+	control_tick(d->control, now);
 	refresh_maps(d);
 	if (d->rate_ns && now > d->rate_ns)
 		d->events_per_sec = (double)(recorder_events(d->recorder) - d->rate_events) * NSEC_PER_SEC /

@@ -21,6 +21,7 @@
 #include "log.h"
 #include "macro.h"
 #include "procfs.h"
+#include "snapjob.h"
 #include "snapshot.h"
 
 #define EXIT_CONFIG 2
@@ -122,7 +123,8 @@ int daemon_build_snapshot(struct daemon *d, const struct proc_rec *p, uint64_t w
 	struct hist_entry *hists = NULL;
 	int r;
 
-	(void)capture_drain(d->capture); /* include what is still in the rings */
+	if (!d->in_snapjob)
+		(void)capture_drain(d->capture); /* include what is still in the rings */
 	ctx.n_drops = daemon_drops(d, drops, ARRAY_SIZE(drops));
 	r = daemon_histograms(d, p, &hists, &ctx.n_hists);
 	if (r < 0)
@@ -485,6 +487,7 @@ int main(int argc, char **argv)
 	capture_free(d.capture); /* detaches every program */
 	recorder_free(d.recorder);
 	symbolizer_free(d.symbolizer);
+	snapjob_kill_all();
 	triggers_free(d.triggers);
 	snapstore_free(d.snapstore);
 	settings_free(&d.settings);

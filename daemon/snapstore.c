@@ -27,7 +27,6 @@ struct snapstore {
 	struct snap_entry *v;
 	size_t n, cap;
 	uint64_t max_count, max_bytes;
-	uint64_t failures;
 };
 
 static const char *const known_exts[] = { ".hps",  ".pftrace",	 ".json",	 ".oncpu.folded", ".offcpu.folded",
@@ -233,9 +232,8 @@ static void prune(struct snapstore *st)
 	}
 }
 
-int snapstore_save(struct snapstore *st, const Hostprof__Snapshot *snap, const uint8_t *hps, size_t hps_len,
-		   unsigned formats, uint32_t pid, uint32_t uid, const char *trigger, uint64_t realtime_ns,
-		   const char *summary, struct snap_entry **ret)
+int snapstore_write(const struct snapstore *st, const Hostprof__Snapshot *snap, const uint8_t *hps, size_t hps_len,
+		    unsigned formats, uint32_t pid, const char *trigger, uint64_t realtime_ns, char ret_name[96])
 {
 	struct snap_entry e = {};
 	struct formats_out out = {};
@@ -250,19 +248,27 @@ int snapstore_save(struct snapstore *st, const Hostprof__Snapshot *snap, const u
 	snprintf(name, sizeof(name), "%s-%u-%s", stamp, pid, trigger);
 	if (!parse_name(name, &e))
 		return -EINVAL;
-	for (size_t i = 0; i < st->n; i++)
-		if (!strcmp(st->v[i].name, name))
-			return -EEXIST; /* same process and trigger within one second: the cooldown failed */
+	if (snapstore_find(st, name))
+		return -EEXIST; /* same process and trigger within one second: the cooldown failed */
 	if (asprintf(&prefix, "%s/%s", st->dir, name) < 0)
 		return -ENOMEM;
 	r = formats_write(snap, hps, hps_len, formats | 1u << FMT_HPS, prefix, true, 0600, &out);
-	if (r < 0) {
-		st->failures++;
+	if (r < 0)
 		return r;
-	}
 	formats_out_free(&out);
+	memcpy(ret_name, e.name, sizeof(e.name)); /* parse_name checked it fits */
+	return 0;
+}
+
+int snapstore_add(struct snapstore *st, const char *name, uint32_t uid, const char *summary,
+		  const struct snap_entry **ret)
+{
+	struct snap_entry e = {};
+	int r;
+
+	if (!parse_name(name, &e))
+		return -EINVAL;
 	e.uid = uid;
-	e.realtime_ns = realtime_ns;
 	snprintf(e.summary, sizeof(e.summary), "%s", summary ? summary : "");
 	stat_files(st, &e);
 	r = push(st, &e);
@@ -271,7 +277,7 @@ int snapstore_save(struct snapstore *st, const Hostprof__Snapshot *snap, const u
 	qsort(st->v, st->n, sizeof(*st->v), entry_cmp);
 	prune(st);
 	if (ret)
-		*ret = (struct snap_entry *)snapstore_find(st, name);
+		*ret = snapstore_find(st, name);
 	return 0;
 }
 

@@ -27,10 +27,13 @@ void snapstore_free(struct snapstore *st);
 void snapstore_set_limits(struct snapstore *st, uint64_t max_count, uint64_t max_bytes);
 const char *snapstore_dir(const struct snapstore *st);
 
-/* Write the formats (the .hps always) atomically as root's 0600 files, index it, prune. */
-int snapstore_save(struct snapstore *st, const Hostprof__Snapshot *snap, const uint8_t *hps, size_t hps_len,
-		   unsigned formats, uint32_t pid, uint32_t uid, const char *trigger, uint64_t realtime_ns,
-		   const char *summary, struct snap_entry **ret);
+/* Write the formats (the .hps always) atomically as root's 0600 files, named
+ * <UTC>-<pid>-<trigger>; nothing is left of a failed write. Safe in a snapshot job's child. */
+int snapstore_write(const struct snapstore *st, const Hostprof__Snapshot *snap, const uint8_t *hps, size_t hps_len,
+		    unsigned formats, uint32_t pid, const char *trigger, uint64_t realtime_ns, char ret_name[96]);
+/* Index what snapstore_write wrote, then prune by count and size, oldest first. */
+int snapstore_add(struct snapstore *st, const char *name, uint32_t uid, const char *summary,
+		  const struct snap_entry **ret);
 
 /* Oldest first. */
 size_t snapstore_count(const struct snapstore *st);

@@ -23,6 +23,8 @@
 #include "hostprofd.h"
 #include "log.h"
 #include "macro.h"
+#include "framing.h"
+#include "snapjob.h"
 #include "snapstore.h"
 #include "syscall_names.h"
 #include "trigger.h"
@@ -300,60 +302,111 @@ static void verdict(const Hostprof__Snapshot *snap, char *buf, size_t len)
 	free(text);
 }
 
+/* A trigger's snapshot being taken in a snapshot job. */
+struct take {
+	struct daemon *d;
+	struct trigger_def def;
+	struct pending pd;
+	uint32_t uid;
+	char comm[HP_COMM_LEN];
+	const struct proc_rec *p;
+};
+
+/* In the child: build, write the files, hand back "name\0summary". */
+static int take_work(struct daemon *d, void *arg, struct hp_buf *out)
+{
+	struct take *tk = arg;
+	Hostprof__Marker marker = HOSTPROF__MARKER__INIT, *markers[1] = { &marker };
+	Hostprof__Snapshot *snap = NULL;
+	char summary[256] = "", name[96];
+	uint8_t *data = NULL;
+	size_t len = 0;
+	int r;
+
+	marker.has_ts = marker.has_tid = true;
+	marker.ts = tk->pd.fire_ns;
+	marker.tid = tk->pd.tid;
+	marker.name = tk->def.name;
+	marker.detail = tk->pd.detail;
+	r = daemon_build_snapshot(d, tk->p, tk->def.before_ns + tk->def.after_ns, tk->pd.due_ns, tk->def.name, markers,
+				  1, &data, &len, NULL);
+	if (r >= 0)
+		r = hps_unpack(data, len, &snap);
+	if (r >= 0) {
+		verdict(snap, summary, sizeof(summary));
+		r = snapstore_write(d->snapstore, snap, data, len, d->settings.snapshot_formats, tk->pd.pid, tk->def.name,
+				    tk->pd.realtime_ns, name);
+	}
+	if (r >= 0)
+		r = hp_buf_append(out, name, strlen(name) + 1);
+	if (r >= 0)
+		r = hp_buf_append(out, summary, strlen(summary) + 1);
+	hps_free(snap);
+	free(data);
+	return r;
+}
+
+/* Back in the loop: index it, tell the journal. */
+static void take_done(void *ud, int status, uint8_t *data, size_t len)
+{
+	struct take *tk = ud;
+	const struct snap_entry *entry = NULL;
+	const char *name = (const char *)data, *summary;
+	char path[PATH_MAX];
+
+	if (status < 0 || !data || !memchr(data, 0, len)) {
+		/* a full or unwritable disk: said, nothing partial left, capture goes on */
+		log_error_errno(status < 0 ? status : -EIO,
+				"trigger %s: failed to write the snapshot of pid %u to %s: %m; capture goes on",
+				tk->def.name, tk->pd.pid, snapstore_dir(tk->d->snapstore));
+		goto out;
+	}
+	summary = name + strlen(name) + 1;
+	if ((const uint8_t *)summary >= data + len || !memchr(summary, 0, data + len - (const uint8_t *)summary))
+		summary = "";
+	status = snapstore_add(tk->d->snapstore, name, tk->uid, summary, &entry);
+	if (status < 0)
+		log_warning_errno(status, "trigger %s: failed to index %s: %m, ignoring", tk->def.name, name);
+	snprintf(path, sizeof(path), "%s/%s.hps", snapstore_dir(tk->d->snapstore), name);
+	log_notice("automatic snapshot %s: %s", path, summary);
+	(void)sd_journal_send("MESSAGE=hostprof: trigger %s on pid %u (%s): %s", tk->def.name, tk->pd.pid, tk->comm,
+			      tk->pd.detail, "MESSAGE_ID=" TRIGGER_MESSAGE_ID, "PRIORITY=%i", LOG_WARNING,
+			      "SYSLOG_IDENTIFIER=hostprofd", "HOSTPROF_PID=%u", tk->pd.pid, "HOSTPROF_COMM=%s", tk->comm,
+			      "HOSTPROF_TID=%u", tk->pd.tid, "HOSTPROF_TRIGGER=%s", tk->def.name, "HOSTPROF_KIND=%s",
+			      trigger_kind_name(tk->def.kind), "HOSTPROF_FILE=%s", path, "HOSTPROF_CULPRIT_PID=%u",
+			      tk->pd.culprit_pid, "HOSTPROF_CULPRIT_COMM=%s", tk->pd.culprit_comm, "HOSTPROF_SUMMARY=%s",
+			      summary, NULL);
+out:
+	free(data);
+	free(tk);
+}
+
 static void take(struct daemon *d, struct triggers *ts, const struct pending *pd)
 {
 	const struct trig *t = &ts->t[pd->trig];
-	Hostprof__Marker marker = HOSTPROF__MARKER__INIT, *markers[1] = { &marker };
-	Hostprof__Snapshot *snap = NULL;
-	struct snap_entry *entry = NULL;
 	struct proc_rec *p = recorder_find(d->recorder, pd->pid);
-	char summary[256] = "", path[PATH_MAX];
-	uint8_t *data = NULL;
-	size_t len = 0;
+	struct take *tk;
 	int r;
 
 	if (!p) {
 		log_warning("trigger %s: pid %u is gone and its history with it, no snapshot", t->def.name, pd->pid);
 		return;
 	}
-	marker.has_ts = marker.has_tid = true;
-	marker.ts = pd->fire_ns;
-	marker.tid = pd->tid;
-	marker.name = (char *)t->def.name;
-	marker.detail = (char *)pd->detail;
-	r = daemon_build_snapshot(d, p, t->def.before_ns + t->def.after_ns, pd->due_ns, t->def.name, markers, 1, &data,
-				  &len, NULL);
-	if (r >= 0)
-		r = hps_unpack(data, len, &snap);
-	if (r < 0) {
-		log_error_errno(r, "trigger %s: failed to build the snapshot of pid %u: %m", t->def.name, pd->pid);
-		goto out;
-	}
-	verdict(snap, summary, sizeof(summary));
-	if (!d->snapstore) {
+	if (!daemon_snapstore(d)) {
 		log_error("trigger %s: no snapshot directory, the snapshot of pid %u is lost", t->def.name, pd->pid);
-		goto out;
+		return;
 	}
-	r = snapstore_save(d->snapstore, snap, data, len, d->settings.snapshot_formats, pd->pid, p->info.uid,
-			   t->def.name, pd->realtime_ns, summary, &entry);
+	tk = calloc(1, sizeof(*tk));
+	if (!tk)
+		return;
+	*tk = (struct take){ .d = d, .def = t->def, .pd = *pd, .uid = p->info.uid, .p = p };
+	memcpy(tk->comm, p->info.comm, sizeof(tk->comm));
+	/* built and written in a child: the loop goes on draining meanwhile */
+	r = snapjob_start(d, take_work, tk, take_done, tk, NULL);
 	if (r < 0) {
-		/* a full or unwritable disk: said, nothing partial left, capture goes on */
-		log_error_errno(r, "trigger %s: failed to write the snapshot of pid %u to %s: %m; capture goes on",
-				t->def.name, pd->pid, snapstore_dir(d->snapstore));
-		goto out;
+		log_error_errno(r, "trigger %s: failed to start the snapshot of pid %u: %m", t->def.name, pd->pid);
+		free(tk);
 	}
-	snprintf(path, sizeof(path), "%s/%s.hps", snapstore_dir(d->snapstore), entry ? entry->name : "?");
-	log_notice("automatic snapshot %s: %s", path, summary);
-	(void)sd_journal_send("MESSAGE=hostprof: trigger %s on pid %u (%s): %s", t->def.name, pd->pid, p->info.comm,
-			      pd->detail, "MESSAGE_ID=" TRIGGER_MESSAGE_ID, "PRIORITY=%i", LOG_WARNING,
-			      "SYSLOG_IDENTIFIER=hostprofd", "HOSTPROF_PID=%u", pd->pid, "HOSTPROF_COMM=%s",
-			      p->info.comm, "HOSTPROF_TID=%u", pd->tid, "HOSTPROF_TRIGGER=%s", t->def.name,
-			      "HOSTPROF_KIND=%s", trigger_kind_name(t->def.kind), "HOSTPROF_FILE=%s", path,
-			      "HOSTPROF_CULPRIT_PID=%u", pd->culprit_pid, "HOSTPROF_CULPRIT_COMM=%s", pd->culprit_comm,
-			      "HOSTPROF_SUMMARY=%s", summary, NULL);
-out:
-	hps_free(snap);
-	free(data);
 }
 
 void triggers_tick(struct triggers *ts, struct daemon *d, uint64_t now)
