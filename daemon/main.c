@@ -410,8 +410,14 @@ static int run(struct daemon *d)
 	if (!d->recorder)
 		return log_error_errno(-ENOMEM, "Out of memory"), EXIT_FAILURE;
 	d->symbolizer = symbolizer_new();
-	if (!d->symbolizer)
+	if (!d->symbolizer) {
 		log_warning_errno(-errno, "Failed to set up symbolization: %m; stacks stay addresses");
+	} else {
+		struct sym_result res;
+
+		/* load kallsyms now, once: snapshot jobs inherit it instead of reading it each */
+		(void)symbolizer_resolve(d->symbolizer, 0, 0xffffffff81000000ULL, true, &res);
+	}
 	d->triggers = triggers_new();
 	if (!d->triggers)
 		return log_error_errno(-ENOMEM, "Out of memory"), EXIT_FAILURE;
@@ -428,8 +434,8 @@ static int run(struct daemon *d)
 		return EXIT_CONFIG;
 	}
 	if (r == -EPERM || r == -EACCES) {
-		log_error_errno(r, "Failed to load the BPF programs: %m; hostprofd needs CAP_BPF, CAP_PERFMON "
-				   "and CAP_SYS_RESOURCE (run it as root)");
+		log_error_errno(r, "Failed to load the BPF programs: %m; hostprofd needs CAP_BPF and CAP_PERFMON "
+				   "(run it as root)");
 		return EXIT_CONFIG;
 	}
 	if (r < 0) {
@@ -452,7 +458,7 @@ static int run(struct daemon *d)
 		return EXIT_CONFIG; /* control_new logged why */
 
 	(void)sd_notify(0, "READY=1\nSTATUS=capturing");
-	log_info("ready, listening on %s", d->settings.socket);
+	log_info("ready");
 	r = loop_run(d);
 	(void)sd_notify(0, "STOPPING=1");
 	return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;

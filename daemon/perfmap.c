@@ -16,7 +16,7 @@ enum line_status {
 	LINE_EOF,
 	LINE_OK,
 	LINE_LONG, /* cut at PERFMAP_LINE_MAX; the rest was skipped */
-	LINE_NUL,  /* held a NUL byte */
+	LINE_NUL, /* held a NUL byte */
 };
 
 struct reader {
@@ -96,8 +96,8 @@ static const char *skip_blanks(const char *s)
 }
 
 /* "START SIZE name": the name is the rest of the line, trailing blanks and '\r' dropped. */
-static bool parse_line(char *line, size_t len, uint64_t *ret_start, uint64_t *ret_size,
-		       const char **ret_name, size_t *ret_name_len)
+static bool parse_line(char *line, size_t len, uint64_t *ret_start, uint64_t *ret_size, const char **ret_name,
+		       size_t *ret_name_len)
 {
 	const char *p = skip_blanks(line);
 	uint64_t start, size;

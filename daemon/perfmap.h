@@ -12,12 +12,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define PERFMAP_LINE_MAX 4096            /* longer lines: the name is cut, the rest skipped */
-#define PERFMAP_NAME_MAX 1024            /* bytes of a name that are kept */
-#define PERFMAP_ENTRIES_MAX (1u << 19)   /* entries of one map */
-#define PERFMAP_NAMES_MAX (32u << 20)    /* bytes of names of one map */
+#define PERFMAP_LINE_MAX 4096 /* longer lines: the name is cut, the rest skipped */
+#define PERFMAP_NAME_MAX 1024 /* bytes of a name that are kept */
+#define PERFMAP_ENTRIES_MAX (1u << 19) /* entries of one map */
+#define PERFMAP_NAMES_MAX (32u << 20) /* bytes of names of one map */
 #define PERFMAP_BYTES_MAX (256ull << 20) /* bytes read from one file */
-#define PERFMAP_SIZE_MAX (1ull << 32)    /* a larger SIZE is not a function */
+#define PERFMAP_SIZE_MAX (1ull << 32) /* a larger SIZE is not a function */
 
 struct perfmap_entry {
 	uint64_t start, size;
@@ -35,10 +35,10 @@ struct perfmap {
 	size_t n;
 	char *names;
 	size_t names_len;
-	uint64_t lines;     /* lines read */
-	uint64_t rejected;  /* lines that did not parse, or were dropped as overlapped */
+	uint64_t lines; /* lines read */
+	uint64_t rejected; /* lines that did not parse, or were dropped as overlapped */
 	uint64_t truncated; /* names cut at PERFMAP_NAME_MAX */
-	int capped;         /* stopped early: a cap was reached */
+	int capped; /* stopped early: a cap was reached */
 };
 
 /* Parses f to its end (or a cap); *ret is written only on success. -ENOMEM, -EIO. */

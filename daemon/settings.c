@@ -281,6 +281,8 @@ static struct trigger_def *trigger_find(struct settings *s, const char *name, bo
 	return &s->triggers[s->n_triggers++];
 }
 
+static int trigger_set(struct trigger_def *t, const char *key, const char *v, const char **why);
+
 /* One key of a [trigger NAME] section, or a field of --trigger. */
 static int trigger_set(struct trigger_def *t, const char *key, const char *v, const char **why)
 {
@@ -290,6 +292,13 @@ static int trigger_set(struct trigger_def *t, const char *key, const char *v, co
 		for (size_t i = 0; i < ARRAY_SIZE(kind_names); i++)
 			if (!strcmp(v, kind_names[i])) {
 				t->kind = i;
+				/* a threshold given before the kind is read for this kind */
+				if (t->threshold_text[0]) {
+					char text[sizeof(t->threshold_text)];
+
+					memcpy(text, t->threshold_text, sizeof(text));
+					return trigger_set(t, "threshold", text, why);
+				}
 				return 0;
 			}
 		*why = "kind must be preempt, runq, offcpu, syscall or migrate";
@@ -313,6 +322,7 @@ static int trigger_set(struct trigger_def *t, const char *key, const char *v, co
 				return -EINVAL;
 		}
 		t->threshold = u;
+		snprintf(t->threshold_text, sizeof(t->threshold_text), "%s", v);
 		return 0;
 	}
 	if (!strcmp(key, "before") || !strcmp(key, "after") || !strcmp(key, "cooldown")) {

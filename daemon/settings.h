@@ -27,6 +27,7 @@ struct trigger_def {
 	enum trigger_kind kind;
 	char threads[16]; /* thread-name glob */
 	uint64_t threshold; /* ns, or a count for TRIGGER_MIGRATE */
+	char threshold_text[32]; /* as written: read again if `kind` comes after it */
 	uint64_t before_ns, after_ns, cooldown_ns;
 };
 

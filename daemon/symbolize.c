@@ -5,7 +5,8 @@
  *
  * Everything slow happens when a process is noted (symbolizer_refresh_process) or when
  * kallsyms is (re)loaded: a resolve is a binary search over the process's mappings and one
- * over the file's symbols, no I/O. ELF files are read once, with libelf's ELF_C_READ (pread,
+ * over the file's symbols. The only I/O on the resolve path is bounded to once a second:
+ * /proc/modules for the kernel, and a perf map when a JIT address is not found in it. ELF files are read once, with libelf's ELF_C_READ (pread,
  * not mmap: a watched process truncating its own files must not SIGBUS the daemon), and
  * shared by every mapping of the same file, found by build-id or else by device, inode, size
  * and mtime. A file's symbol table (names copied out, libelf released) lives as long as some
@@ -16,7 +17,6 @@
  * path resolved with openat2(RESOLVE_IN_ROOT) under /proc/PID/root, so symlinks a container
  * plants cannot lead out of it. Only regular files are read, never blocking (O_NONBLOCK).
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -41,14 +41,14 @@
 #include "procfs.h"
 #include "symbolize.h"
 
-#define BUILD_ID_MAX 64             /* bytes; GNU ld writes 20 */
-#define ELF_SYMS_MAX (16u << 20)    /* symbols kept from one file */
-#define ELF_NAMES_MAX (1u << 30)    /* bytes of names from one file */
-#define MAPPINGS_MAX 65536          /* executable mappings noted per process */
-#define RETIRED_MAX 4096            /* mappings kept per process after they went away */
+#define BUILD_ID_MAX 64 /* bytes; GNU ld writes 20 */
+#define ELF_SYMS_MAX (16u << 20) /* symbols kept from one file */
+#define ELF_NAMES_MAX (1u << 30) /* bytes of names from one file */
+#define MAPPINGS_MAX 65536 /* executable mappings noted per process */
+#define RETIRED_MAX 4096 /* mappings kept per process after they went away */
 #define PROC_PERFMAP_BYTES_MAX (64u << 20) /* perf map versions kept per process */
-#define KSYM_TAIL 4096              /* assumed size of a kernel symbol nothing bounds */
-#define SYM_SCAN_MAX 64             /* enclosing symbols looked at behind the nearest one */
+#define KSYM_TAIL 4096 /* assumed size of a kernel symbol nothing bounds */
+#define SYM_SCAN_MAX 64 /* enclosing symbols looked at behind the nearest one */
 #define KERNEL_CHECK_NS NSEC_PER_SEC
 #define PERFMAP_CHECK_NS NSEC_PER_SEC
 
@@ -122,36 +122,43 @@ static uint64_t now_mono_ns(void)
 	return ts.tv_sec * NSEC_PER_SEC + ts.tv_nsec;
 }
 
-/* Opens a regular file, read-only and never blocking; -EINVAL for anything else. */
+/*
+ * Opens a regular file read-only; -EINVAL for anything else. The path is looked up with
+ * O_PATH first, and only a regular file is then opened for reading (through /proc/self/fd):
+ * a FIFO or a device node planted where a file was expected is never opened.
+ */
 static int open_regular_at(int dirfd, const char *path, bool in_root)
 {
 	struct open_how how = {
-		.flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
+		.flags = O_PATH | O_CLOEXEC,
 		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
 	};
-	_cleanup_close_ int fd = -1;
+	_cleanup_close_ int pfd = -1;
+	char buf[PATH_MAX];
 	struct stat st;
+	int fd;
 
 	if (in_root) {
-		fd = syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
-		if (fd < 0 && errno == ENOSYS) {
+		pfd = syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+		if (pfd < 0 && errno == ENOSYS) {
 			/* before 5.6: the last component at least is no symlink */
-			char buf[PATH_MAX];
-
-			if (snprintf(buf, sizeof(buf), ".%s", path) >= (int)sizeof(buf))
+			if (snprintf(buf, sizeof(buf), "%s%s", path[0] == '/' ? "." : "./", path) >=
+			    (int)sizeof(buf))
 				return -ENAMETOOLONG;
-			fd = openat(dirfd, buf, how.flags | O_NOFOLLOW);
+			pfd = openat(dirfd, buf, how.flags | O_NOFOLLOW);
 		}
 	} else {
-		fd = openat(dirfd, path, how.flags);
+		pfd = openat(dirfd, path, how.flags);
 	}
-	if (fd < 0)
+	if (pfd < 0)
 		return negative_errno();
-	if (fstat(fd, &st) < 0)
+	if (fstat(pfd, &st) < 0)
 		return negative_errno();
 	if (!S_ISREG(st.st_mode))
 		return -EINVAL;
-	return TAKE_FD(fd);
+	snprintf(buf, sizeof(buf), "/proc/self/fd/%d", pfd);
+	fd = open(buf, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	return fd < 0 ? negative_errno() : fd;
 }
 
 /* ---- ELF files ---- */
@@ -170,16 +177,16 @@ struct file_key;
 
 struct elf_file {
 	unsigned refs;
-	int err;                         /* < 0: not read (not ELF, unreadable), no symbols */
+	int err; /* < 0: not read (not ELF, unreadable), no symbols */
 	char build_id[2 * BUILD_ID_MAX + 1];
 	struct elf_sym *syms;
-	uint64_t *max_end;               /* max_end[i]: the furthest end of syms[0..i] */
+	uint64_t *max_end; /* max_end[i]: the furthest end of syms[0..i] */
 	size_t n_syms;
 	char *names;
 	size_t names_len;
 	struct load_seg *segs;
 	size_t n_segs;
-	struct file_key **keys;          /* the cache keys that lead here */
+	struct file_key **keys; /* the cache keys that lead here */
 	size_t n_keys;
 };
 
@@ -547,7 +554,9 @@ static int elf_load_symbols(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct el
 			.size = sym.st_size,
 			.end_limit = end_limit,
 			.name = off,
-			.rank = (sym.st_size ? 0 : 4) + (bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2),
+			.rank = (sym.st_size ? 0 : 4) + (bind == STB_GLOBAL ? 0 :
+							 bind == STB_WEAK   ? 1 :
+									      2),
 		};
 	}
 	qsort(raw, n, sizeof(*raw), cmp_raw_sym);
@@ -593,23 +602,23 @@ fail:
 struct mapping {
 	uint64_t start, limit, offset;
 	uint64_t dev, ino;
-	char *path;             /* as mapped; NULL: anonymous */
-	struct elf_file *file;  /* NULL: no symbols to be had */
-	bool anon;              /* anonymous or a named anonymous region: JIT code may live here */
+	char *path; /* as mapped; NULL: anonymous */
+	struct elf_file *file; /* NULL: no symbols to be had */
+	bool anon; /* anonymous or a named anonymous region: JIT code may live here */
 };
 
 struct proc {
 	uint32_t pid, nspid;
 	uint64_t start_time;
-	struct mapping *maps;   /* current, sorted by start */
+	struct mapping *maps; /* current, sorted by start */
 	size_t n_maps;
-	struct mapping *old;    /* retired, oldest first */
+	struct mapping *old; /* retired, oldest first */
 	size_t n_old;
-	struct perfmap *jit;    /* versions, oldest first */
+	struct perfmap *jit; /* versions, oldest first */
 	size_t n_jit;
 	size_t jit_bytes;
-	char *perfmap_path;     /* "/tmp/perf-NSPID.map", the module of JIT frames */
-	struct stat jit_st;     /* of the version parsed last */
+	char *perfmap_path; /* "/tmp/perf-NSPID.map", the module of JIT frames */
+	struct stat jit_st; /* of the version parsed last */
 	uint64_t jit_checked_ns;
 	bool alive;
 };
@@ -628,17 +637,17 @@ struct kernel {
 	uint64_t modules_hash;
 	uint64_t checked_ns;
 	uint64_t loads;
-	int err;                /* of the last load */
+	int err; /* of the last load */
 	bool loaded, hidden;
 };
 
 struct symbolizer {
 	struct file_cache cache;
-	struct proc **procs;    /* sorted by pid */
+	struct proc **procs; /* sorted by pid */
 	size_t n_procs;
 	struct proc *last;
 	struct kernel kernel;
-	struct elf_file *vdso;  /* the daemon's own: the kernel maps the same image everywhere */
+	struct elf_file *vdso; /* the daemon's own: the kernel maps the same image everywhere */
 	bool vdso_tried;
 	char *debug_dir;
 	uint64_t resolved, unresolved, kernel_unresolved, elf_failed, perfmap_rejected;
@@ -774,6 +783,7 @@ int symbolizer_set_kernel_files(struct symbolizer *s, const char *kallsyms, cons
 	s->kernel.kallsyms_path = a;
 	s->kernel.modules_path = b;
 	kernel_clear(&s->kernel);
+	s->kernel.err = 0;
 	return 0;
 }
 
@@ -974,7 +984,8 @@ static int kernel_load(struct kernel *k)
 		else if (j < n && syms[j].module == ks->module)
 			end = next;
 		else
-			end = MIN(next, ks->addr > UINT64_MAX - KSYM_TAIL ? UINT64_MAX : ks->addr + KSYM_TAIL);
+			end = MIN(next,
+				  ks->addr > UINT64_MAX - KSYM_TAIL ? UINT64_MAX : ks->addr + KSYM_TAIL);
 		syms[out] = *ks;
 		syms[out].end = end;
 		out++;
@@ -1124,10 +1135,10 @@ static int file_crc32(int fd, uint32_t *ret)
 
 struct debug_search {
 	struct symbolizer *s;
-	int root_fd;          /* /proc/PID/root, or -1 */
-	bool same_root;       /* the process sees the daemon's root: search once */
-	const char *path;     /* of the binary, as mapped */
-	struct stat st;       /* of the binary */
+	int root_fd; /* /proc/PID/root, or -1 */
+	bool same_root; /* the process sees the daemon's root: search once */
+	const char *path; /* of the binary, as mapped */
+	struct stat st; /* of the binary */
 };
 
 /* Opens path in the process's root, then (if that is another) in the daemon's. */
@@ -1311,8 +1322,7 @@ static int file_new_and_cache(struct symbolizer *s, const char *const *keys, siz
  * The symbol table of the file behind fd, from the cache or read now. A file that is not ELF,
  * or has no symbols at all, is cached too (err set), so it is not read again.
  */
-static int elf_file_get(struct symbolizer *s, const struct debug_search *ds, int fd,
-			struct elf_file **ret)
+static int elf_file_get(struct symbolizer *s, const struct debug_search *ds, int fd, struct elf_file **ret)
 {
 	char ino_key[128], id_key[2 * BUILD_ID_MAX + 3];
 	const char *keys[2] = { ino_key, NULL };
@@ -1320,9 +1330,9 @@ static int elf_file_get(struct symbolizer *s, const struct debug_search *ds, int
 	Elf *e;
 	int r;
 
-	snprintf(ino_key, sizeof(ino_key), "i:%llx:%llu:%lld:%lld.%09ld",
-		 (unsigned long long)ds->st.st_dev, (unsigned long long)ds->st.st_ino,
-		 (long long)ds->st.st_size, (long long)ds->st.st_mtim.tv_sec, ds->st.st_mtim.tv_nsec);
+	snprintf(ino_key, sizeof(ino_key), "i:%llx:%llu:%lld:%lld.%09ld", (unsigned long long)ds->st.st_dev,
+		 (unsigned long long)ds->st.st_ino, (long long)ds->st.st_size,
+		 (long long)ds->st.st_mtim.tv_sec, ds->st.st_mtim.tv_nsec);
 	f = cache_get(&s->cache, ino_key);
 	if (f) {
 		*ret = elf_file_ref(f);
@@ -1451,8 +1461,8 @@ static int proc_read_perfmap(struct symbolizer *s, struct proc *p, int root_fd)
 
 static bool mapping_same(const struct mapping *a, const struct mapping *b)
 {
-	return a->start == b->start && a->limit == b->limit && a->offset == b->offset &&
-	       a->dev == b->dev && a->ino == b->ino &&
+	return a->start == b->start && a->limit == b->limit && a->offset == b->offset && a->dev == b->dev &&
+	       a->ino == b->ino &&
 	       ((!a->path && !b->path) || (a->path && b->path && !strcmp(a->path, b->path)));
 }
 
@@ -1465,6 +1475,8 @@ static int mapping_attach_file(struct symbolizer *s, uint32_t pid, int root_fd, 
 	char path[96];
 	int r;
 
+	if (!m->path)
+		return 0; /* anonymous: JIT code, named by the perf map if at all */
 	if (!strcmp(m->path, "[vdso]")) {
 		if (!s->vdso_tried) {
 			s->vdso_tried = true;
@@ -1499,8 +1511,9 @@ static int parse_maps_line(char *line, struct mapping *ret)
 	int n = 0;
 
 	line[strcspn(line, "\n")] = 0;
-	if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &limit, perms, &offset, &major,
-		   &minor, &ino, &n) < 7 || !n)
+	if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &limit, perms, &offset, &major, &minor,
+		   &ino, &n) < 7 ||
+	    !n)
 		return -EBADMSG;
 	if (strlen(perms) < 3 || perms[2] != 'x' || limit <= start)
 		return 0;
@@ -1630,8 +1643,7 @@ static bool same_root_as_daemon(int root_fd)
 {
 	struct stat a, b;
 
-	return fstat(root_fd, &a) == 0 && stat("/", &b) == 0 && a.st_dev == b.st_dev &&
-	       a.st_ino == b.st_ino;
+	return fstat(root_fd, &a) == 0 && stat("/", &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
 int symbolizer_refresh_process(struct symbolizer *s, uint32_t pid)
@@ -1849,8 +1861,7 @@ static int resolve_user(struct symbolizer *s, uint32_t pid, uint64_t addr, struc
 	return 1;
 }
 
-int symbolizer_resolve(struct symbolizer *s, uint32_t pid, uint64_t addr, bool kernel,
-		       struct sym_result *ret)
+int symbolizer_resolve(struct symbolizer *s, uint32_t pid, uint64_t addr, bool kernel, struct sym_result *ret)
 {
 	int r;
 
@@ -1878,7 +1889,7 @@ void symbolizer_info(const struct symbolizer *s, struct symbolizer_info *ret)
 		.resolved = s->resolved,
 		.unresolved = s->unresolved,
 		.kernel_unresolved = s->kernel_unresolved,
-		.kernel_hidden = s->kernel.hidden || s->kernel.err,
+		.kernel_hidden = s->kernel.hidden || (!s->kernel.loaded && s->kernel.err),
 		.kernel_symbols = s->kernel.n,
 		.kernel_loads = s->kernel.loads,
 		.processes = s->n_procs,

@@ -8,6 +8,11 @@
  * there is some) and shared by build-id; JIT code from /tmp/perf-PID.map. A process's
  * mappings are noted while it lives (symbolizer_refresh_process) and kept until
  * symbolizer_forget_process, so its frames resolve after it exits.
+ *
+ * Strings in a sym_result stay valid until symbolizer_free or symbolizer_forget_process of
+ * that pid, with two bounded exceptions: a process keeps at most 4096 mappings that went
+ * away (the oldest goes first) and 64 MiB of older perf map versions. Copy them before
+ * the next refresh of a process whose code churns that much.
  */
 #ifndef HOSTPROF_SYMBOLIZE_H
 #define HOSTPROF_SYMBOLIZE_H
@@ -32,15 +37,15 @@ int symbolizer_refresh_process(struct symbolizer *s, uint32_t pid);
 void symbolizer_forget_process(struct symbolizer *s, uint32_t pid);
 
 struct sym_result {
-	const char *function;     /* NULL when unresolved; valid until symbolizer_free/forget */
+	const char *function; /* NULL when unresolved; valid until symbolizer_free/forget */
 	uint64_t function_offset; /* addr - symbol start */
-	const char *module;       /* file path as mapped ("[kernel.kallsyms]" for the kernel,
+	const char *module; /* file path as mapped ("[kernel.kallsyms]" for the kernel,
 				     "[name]" for a kernel module), NULL if no mapping */
-	uint64_t module_offset;   /* file offset of addr within module (kernel, JIT: addr) */
-	const char *build_id;     /* hex, "" when none */
+	uint64_t module_offset; /* file offset of addr within module (kernel, JIT: addr) */
+	const char *build_id; /* hex, "" when none */
 	uint64_t map_start, map_limit, map_offset;
-	bool jit;                 /* from a perf map */
-	bool in_exec_mapping;     /* false: the address lies outside every executable mapping */
+	bool jit; /* from a perf map */
+	bool in_exec_mapping; /* false: the address lies outside every executable mapping */
 };
 
 /*
@@ -56,13 +61,13 @@ void symbolizer_stats(const struct symbolizer *s, uint64_t *ret_resolved, uint64
 struct symbolizer_info {
 	uint64_t resolved, unresolved;
 	uint64_t kernel_unresolved; /* of unresolved: kernel frames */
-	bool kernel_hidden;         /* kallsyms showed zeros (kptr_restrict, no CAP_SYSLOG) */
+	bool kernel_hidden; /* kallsyms showed zeros (kptr_restrict, no CAP_SYSLOG) or is unreadable */
 	uint64_t kernel_symbols;
-	uint64_t kernel_loads;      /* kallsyms (re)loads */
+	uint64_t kernel_loads; /* kallsyms (re)loads */
 	uint64_t processes, mappings, elf_files;
-	uint64_t elf_failed;        /* files that could not be read or parsed */
-	uint64_t perfmap_rejected;  /* perf map lines that did not parse */
-	uint64_t bytes;             /* heap held by symbol tables and maps */
+	uint64_t elf_failed; /* files that could not be read or parsed */
+	uint64_t perfmap_rejected; /* perf map lines that did not parse */
+	uint64_t bytes; /* heap held by symbol tables and maps */
 };
 void symbolizer_info(const struct symbolizer *s, struct symbolizer_info *ret);
 

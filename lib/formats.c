@@ -84,7 +84,7 @@ int formats_parse(const char *list, unsigned *ret_mask, char **ret_bad)
 
 	if (!copy)
 		return -ENOMEM;
-	for (char *w = strtok_r(copy, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+	for (char *w = strtok_r(copy, ", \t", &save); w; w = strtok_r(NULL, ", \t", &save)) {
 		size_t i;
 
 		if (!strcmp(w, "all")) {

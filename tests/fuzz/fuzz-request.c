@@ -4,7 +4,8 @@
  * through the daemon's input path as daemon/control.c runs it (client_read,
  * process_input, handle_request): reads of at most one request frame into a struct
  * hp_buf, frame_peek() with HP_MAX_REQUEST, hostprof__request__unpack(), the hello /
- * version / body checks, and hp_buf_consume().
+ * version / body checks, the thread globs of watch and unwatch requests (checked and
+ * compiled as the daemon does), and hp_buf_consume().
  *
  * The first byte picks how many bytes each read() returns (0: all there is room for),
  * so frames arrive split at every point. Besides ASan and UBSan, it checks that the
@@ -19,6 +20,7 @@
 #include <string.h>
 
 #include "framing.h"
+#include "glob.h"
 
 /* What one unpacked request may cost: 64 times the largest frame. */
 #define REQUEST_ALLOC_MAX (64 * (size_t)HP_MAX_REQUEST)
@@ -73,6 +75,21 @@ struct client {
 	bool hello, closing, streaming;
 };
 
+/* A thread glob from a watch or unwatch request: daemon_add_glob() checks it and
+ * capture_set_globs() compiles it for the kernel; user space runs the same automaton. */
+static void use_glob(const char *pat)
+{
+	struct hp_glob g;
+
+	if (!thread_glob_valid(pat))
+		return;
+	CHECK(strlen(pat) < HP_COMM_LEN);
+	if (thread_glob_compile(pat, &g) < 0)
+		return;
+	(void)thread_glob_run(&g, "acl_thread");
+	(void)thread_glob_run(&g, pat);
+}
+
 /* handle_request() of daemon/control.c, without the daemon behind it. */
 static void handle_request(struct client *cl, const uint8_t *data, size_t len)
 {
@@ -108,6 +125,25 @@ static void handle_request(struct client *cl, const uint8_t *data, size_t len)
 		CHECK(req->snapshot);
 		(void)(req->snapshot->pid + (req->snapshot->has_window_ns ? req->snapshot->window_ns : 0));
 		cl->streaming = true; /* the daemon reads nothing more until the stream ends */
+		break;
+	case HOSTPROF__REQUEST__BODY_WATCH:
+		CHECK(req->watch);
+		if (req->watch->thread)
+			use_glob(req->watch->thread);
+		break;
+	case HOSTPROF__REQUEST__BODY_UNWATCH:
+		CHECK(req->unwatch);
+		if (req->unwatch->thread)
+			use_glob(req->unwatch->thread);
+		break;
+	case HOSTPROF__REQUEST__BODY_SNAPSHOTS:
+		CHECK(req->snapshots);
+		break;
+	case HOSTPROF__REQUEST__BODY_FETCH:
+		CHECK(req->fetch && req->fetch->name);
+		/* snapstore_find(): a name from the index, compared, never made a path */
+		if (!strcmp(req->fetch->name, "hostprof-1-20260101T000000Z-preempt"))
+			cl->streaming = true;
 		break;
 	default:
 		cl->closing = true; /* "unknown request" */

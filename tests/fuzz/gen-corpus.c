@@ -12,6 +12,7 @@
  *   build-fuzz/gen-corpus tests/fuzz/corpus tests/fixtures/stall.hps
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +73,46 @@ static void add_snapshot(struct hp_buf *b, uint32_t pid, uint64_t window_ns)
 		abort();
 }
 
+static void add_watch(struct hp_buf *b, bool unwatch, uint32_t pid, const char *thread)
+{
+	Hostprof__Request req = HOSTPROF__REQUEST__INIT;
+	Hostprof__WatchRequest w = HOSTPROF__WATCH_REQUEST__INIT;
+	Hostprof__UnwatchRequest u = HOSTPROF__UNWATCH_REQUEST__INIT;
+
+	if (unwatch) {
+		u.has_pid = pid != 0;
+		u.pid = pid;
+		u.thread = (char *)thread;
+		req.body_case = HOSTPROF__REQUEST__BODY_UNWATCH;
+		req.unwatch = &u;
+	} else {
+		w.has_pid = pid != 0;
+		w.pid = pid;
+		w.thread = (char *)thread;
+		req.body_case = HOSTPROF__REQUEST__BODY_WATCH;
+		req.watch = &w;
+	}
+	if (frame_append(b, &req.base, HP_MAX_REQUEST) < 0)
+		abort();
+}
+
+static void add_snapshots_fetch(struct hp_buf *b, const char *name)
+{
+	Hostprof__Request req = HOSTPROF__REQUEST__INIT;
+	Hostprof__SnapshotsRequest list = HOSTPROF__SNAPSHOTS_REQUEST__INIT;
+	Hostprof__FetchRequest fetch = HOSTPROF__FETCH_REQUEST__INIT;
+
+	req.body_case = HOSTPROF__REQUEST__BODY_SNAPSHOTS;
+	req.snapshots = &list;
+	if (frame_append(b, &req.base, HP_MAX_REQUEST) < 0)
+		abort();
+	fetch.name = (char *)name;
+	req.body_case = HOSTPROF__REQUEST__BODY_FETCH;
+	req.fetch = &fetch;
+	if (frame_append(b, &req.base, HP_MAX_REQUEST) < 0)
+		abort();
+}
+
 static void request(const char *name, uint8_t chunk, const struct hp_buf *b)
 {
 	write_file("fuzz-request", name, chunk, b->data, b->len);
@@ -113,6 +154,20 @@ int main(int argc, char **argv)
 	add_hello(&b, HP_PROTOCOL_VERSION);
 	add_snapshot(&b, 4242, 0);
 	request("hello-snapshot-3-byte-reads", 3, &b);
+
+	b = (struct hp_buf){};
+	add_hello(&b, HP_PROTOCOL_VERSION);
+	add_watch(&b, false, 4242, NULL);
+	add_watch(&b, false, 0, "hccl_*");
+	add_watch(&b, true, 0, "acl_?hread");
+	add_watch(&b, true, 4242, NULL);
+	request("hello-watch-unwatch", 0, &b);
+
+	b = (struct hp_buf){};
+	add_hello(&b, HP_PROTOCOL_VERSION);
+	add_snapshots_fetch(&b, "hostprof-1-20260101T000000Z-preempt");
+	add_snapshots_fetch(&b, "../../etc/passwd");
+	request("hello-snapshots-fetch", 0, &b);
 
 	b = (struct hp_buf){};
 	add_hello(&b, 999);

@@ -75,8 +75,8 @@ int main(int argc, char **argv)
 	printf("vdso=%p\n", vdso_function());
 	snprintf(path, sizeof(path), "/tmp/perf-%d.map", getpid());
 	if (argc > 1 && !strcmp(argv[1], "jit")) {
-		jit = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS,
-			   -1, 0);
+		jit = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+			   0);
 		if (jit == MAP_FAILED)
 			return 2;
 		memset(jit, 0xc3, 4096);

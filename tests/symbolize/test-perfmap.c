@@ -51,33 +51,32 @@ static const char *name_at(const struct perfmap *m, uint64_t addr)
 	return e ? perfmap_name(m, e) : NULL;
 }
 
-#define CHECK_NAME(m, addr, want)                                                   \
-	do {                                                                        \
-		const char *_n_ = name_at(m, addr);                                 \
-		if (want)                                                           \
-			CHECK_STR(_n_, (const char *)want);                         \
-		else                                                                \
+#define CHECK_NAME(m, addr, want)                                                    \
+	do {                                                                         \
+		const char *_n_ = name_at(m, addr);                                  \
+		if (want)                                                            \
+			CHECK_STR(_n_, (const char *)want);                          \
+		else                                                                 \
 			CHECKF(!_n_, "0x%llx: %s", (unsigned long long)(addr), _n_); \
 	} while (0)
 
 static void test_lines(void)
 {
-	static const char text[] =
-		"1000 10 a\n"
-		"zzz 10 bad\n"
-		"1100\n"
-		"2000 0 zero\n"
-		"0x3000 0X20 hex prefixed\n"
-		"12345678901234567 10 seventeen digits\n"
-		"ffffffffffffffff 10 wraps\n"
-		"4000 ffffffffff huge\n"
-		"5000 10    \n"
-		"6000 10 crlf name  \r\n"
-		"7000\t10\ttabbed\n"
-		"  7100 10 leading blanks\n"
-		"71g0 10 bad digit\n"
-		"7200 10x bad size\n"
-		"8000 10 last-no-newline";
+	static const char text[] = "1000 10 a\n"
+				   "zzz 10 bad\n"
+				   "1100\n"
+				   "2000 0 zero\n"
+				   "0x3000 0X20 hex prefixed\n"
+				   "12345678901234567 10 seventeen digits\n"
+				   "ffffffffffffffff 10 wraps\n"
+				   "4000 ffffffffff huge\n"
+				   "5000 10    \n"
+				   "6000 10 crlf name  \r\n"
+				   "7000\t10\ttabbed\n"
+				   "  7100 10 leading blanks\n"
+				   "71g0 10 bad digit\n"
+				   "7200 10x bad size\n"
+				   "8000 10 last-no-newline";
 	static const char nul_line[] = "9000 10 has\0nul\n9100 10 fine\n";
 	struct perfmap m;
 
