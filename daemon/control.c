@@ -808,6 +808,34 @@ static int make_parent_dir(const char *path)
 	return 0;
 }
 
+/* Others must not be able to replace the socket: its directory is not writable by
+ * anyone but root (a sticky world-writable one, like /tmp, is fine for tests). */
+static int check_parent_dir(const char *path)
+{
+	_cleanup_free_ char *dir = strdup(path);
+	char *slash;
+	struct stat st;
+
+	if (!dir)
+		return -ENOMEM;
+	slash = strrchr(dir, '/');
+	if (slash == dir)
+		slash[1] = 0;
+	else if (slash)
+		*slash = 0;
+	if (stat(dir, &st) < 0)
+		return log_error_errno(-errno, "Failed to check %s: %m", dir);
+	if ((st.st_mode & 0022) && !(st.st_mode & S_ISVTX))
+		return log_error_errno(-EPERM,
+				       "%s is writable by others (mode %04o): someone could replace the socket; "
+				       "make it 0755 root or choose another --socket",
+				       dir, st.st_mode & 07777);
+	if (st.st_uid != 0 && !(st.st_mode & S_ISVTX))
+		return log_error_errno(-EPERM, "%s belongs to uid %u, not root: refusing to put the socket there", dir,
+				       st.st_uid);
+	return 0;
+}
+
 static int listen_on_path(struct control *ctl, const struct settings *s)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -828,6 +856,9 @@ static int listen_on_path(struct control *ctl, const struct settings *s)
 	r = make_parent_dir(s->socket);
 	if (r < 0)
 		return log_error_errno(r, "Failed to create the directory of %s: %m", s->socket);
+	r = check_parent_dir(s->socket);
+	if (r < 0)
+		return r;
 	if (lstat(s->socket, &st) == 0) {
 		if (!S_ISSOCK(st.st_mode))
 			return log_error_errno(-EEXIST, "%s exists and is not a socket: refusing to replace it",
@@ -860,6 +891,12 @@ static int listen_on_path(struct control *ctl, const struct settings *s)
 			return log_error_errno(-errno, "Failed to give %s to group %s: %m", s->socket,
 					       s->socket_group);
 	}
+	/* what was made is what was meant: root's, and nobody outside the group may connect */
+	if (lstat(s->socket, &st) < 0)
+		return log_error_errno(-errno, "Failed to check %s: %m", s->socket);
+	if (st.st_uid != 0 || (st.st_mode & 0007) || (!gr && (st.st_mode & 0070)))
+		return log_error_errno(-EPERM, "%s came out with owner %u and mode %04o: refusing to serve on it",
+				       s->socket, st.st_uid, st.st_mode & 07777);
 	if (listen(fd, 64) < 0)
 		return log_error_errno(-errno, "Failed to listen on %s: %m", s->socket);
 	ctl->io.fd = TAKE_FD(fd);

@@ -50,6 +50,12 @@ n=$(decode_perfetto "$tmp/raw.pftrace" | grep -c 'sched_switch {')
 [ "$n" -gt 10 ] && ok "raw_tp captured $n switches" || fail "raw_tp captured $n switches"
 stop_daemon
 
+# socket permissions are checked at start
+mkdir -m 0777 "$tmp/open"
+expect_rc 2 "a socket directory others may write to" -- "$HOSTPROFD" --config /dev/null --socket "$tmp/open/s.sock"
+expect_match "writable by others" "says why"
+[ -e "$tmp/open/s.sock" ] && fail "it left a socket there"
+
 rm -f "$sock"; : >"$sock"
 expect_rc 2 "a regular file where the socket goes" -- "$HOSTPROFD" --config /dev/null --socket "$sock"
 expect_match "is not a socket" "refuses to replace it"
