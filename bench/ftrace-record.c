@@ -72,7 +72,8 @@ static int write_file(const char *dir, const char *name, const char *val)
 static int drain(struct reader *rd)
 {
 	for (;;) {
-		ssize_t n = splice(rd->in_fd, NULL, rd->pipe_fd[1], NULL, 64 * 4096, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		ssize_t n = splice(rd->in_fd, NULL, rd->pipe_fd[1], NULL, 64 * 4096,
+				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -175,7 +176,8 @@ int main(int argc, char **argv)
 		}
 	}
 	if (!outdir || optind >= argc) {
-		fprintf(stderr, "Usage: ftrace-record [-t TRACEFS] [-i INSTANCE] [-e SYSTEM/EVENT]... -o DIR -- COMMAND...\n");
+		fprintf(stderr,
+			"Usage: ftrace-record [-t TRACEFS] [-i INSTANCE] [-e SYSTEM/EVENT]... -o DIR -- COMMAND...\n");
 		return 2;
 	}
 	if (!nr_events) {
@@ -293,8 +295,9 @@ out_events:
 	}
 	if (rmdir(inst_dir) < 0)
 		fprintf(stderr, "ftrace-record: cannot remove %s: %s\n", inst_dir, strerror(errno));
-	printf("ftrace-record: bytes=%llu entries=%llu overrun=%llu dropped=%llu\n", (unsigned long long)bytes,
-	       (unsigned long long)entries, (unsigned long long)overrun, (unsigned long long)dropped);
+	printf("ftrace-record: bytes=%llu entries=%llu overrun=%llu dropped=%llu\n",
+	       (unsigned long long)bytes, (unsigned long long)entries, (unsigned long long)overrun,
+	       (unsigned long long)dropped);
 	if (got_signal && !rc)
 		rc = 128 + got_signal;
 	return rc;

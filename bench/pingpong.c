@@ -141,15 +141,16 @@ static void *run_a(void *arg)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "Usage: pingpong [--pairs N] [--rate ROUNDTRIPS_PER_S_PER_PAIR] [--duration S] [--name NAME]\n");
+	fprintf(f,
+		"Usage: pingpong [--pairs N] [--rate ROUNDTRIPS_PER_S_PER_PAIR] [--duration S] [--name NAME]\n");
 }
 
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "pairs", required_argument, NULL, 'p' },   { "rate", required_argument, NULL, 'r' },
+		{ "pairs", required_argument, NULL, 'p' },    { "rate", required_argument, NULL, 'r' },
 		{ "duration", required_argument, NULL, 'd' }, { "name", required_argument, NULL, 'n' },
-		{ "help", no_argument, NULL, 'h' },          {},
+		{ "help", no_argument, NULL, 'h' },	      {},
 	};
 	long ncpus = sysconf(_SC_NPROCESSORS_ONLN);
 	struct timespec dur;

@@ -133,7 +133,7 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "workers", required_argument, NULL, 'w' },  { "target-cs", required_argument, NULL, 't' },
 		{ "duration", required_argument, NULL, 'd' }, { "name", required_argument, NULL, 'n' },
-		{ "help", no_argument, NULL, 'h' },           {},
+		{ "help", no_argument, NULL, 'h' },	      {},
 	};
 	uint64_t t0, t_adj, period_ns = 400000, steps = 0;
 	long cs_adj, cs0;

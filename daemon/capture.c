@@ -261,22 +261,34 @@ int capture_for_each_histogram(const struct capture *c, uint32_t pid,
 	return errno == ENOENT ? 0 : -errno;
 }
 
-/* Histograms of a process that is gone: their keys go. */
+/* Histograms of a process that is gone: their keys go. Collected first, then deleted:
+ * deleting while walking would restart the walk after every delete. */
 void capture_forget_histograms(struct capture *c, uint32_t pid)
 {
 	int fd = bpf_map__fd(c->skel->maps.syscall_hist);
-	struct hp_hist_key key, next;
+	struct hp_hist_key key, next, *doomed = NULL;
+	size_t n = 0, cap = 0;
 	void *prev = NULL;
 
 	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
 		key = next;
-		if (key.pid == pid) {
-			bpf_map_delete_elem(fd, &key);
-			prev = NULL; /* deleting may reorder the walk: start over */
-			continue;
-		}
 		prev = &key;
+		if (key.pid != pid)
+			continue;
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 64;
+			struct hp_hist_key *v = realloc(doomed, ncap * sizeof(*v));
+
+			if (!v)
+				break;
+			doomed = v;
+			cap = ncap;
+		}
+		doomed[n++] = key;
 	}
+	for (size_t i = 0; i < n; i++)
+		bpf_map_delete_elem(fd, &doomed[i]);
+	free(doomed);
 }
 
 /* One ring buffer per possible CPU; made before load, so the first is the inner-map template. */

@@ -15,6 +15,15 @@
 #include "macro.h"
 #include "recorder.h"
 
+/* Records are stored back to back in chunks: each size a multiple of 8 keeps them aligned. */
+_Static_assert(sizeof(struct hp_switch) % 8 == 0 && sizeof(struct hp_comm) % 8 == 0 &&
+		       sizeof(struct hp_fork) % 8 == 0 && sizeof(struct hp_exit) % 8 == 0 &&
+		       sizeof(struct hp_wake) % 8 == 0 && sizeof(struct hp_migrate) % 8 == 0 &&
+		       sizeof(struct hp_syscall) % 8 == 0 && sizeof(struct hp_offcpu) % 8 == 0 &&
+		       sizeof(struct hp_sample) % 8 == 0 && sizeof(struct hp_ustack) % 8 == 0 &&
+		       sizeof(struct hp_exec) % 8 == 0,
+	       "record sizes must be multiples of 8");
+
 /* Open addressing, linear probing: live pid → proc_rec. Rebuilt on removal (rare). */
 struct pidmap {
 	uint32_t *keys;

@@ -110,7 +110,7 @@ static int cmp_ts(const void *a, const void *b)
 
 static void recvec_sort(struct recvec *rv)
 {
-	qsort(rv->v, rv->n, sizeof(*rv->v), cmp_ts);
+	qsort_safe(rv->v, rv->n, sizeof(*rv->v), cmp_ts);
 }
 
 /* ---- interned strings ---- */
@@ -154,11 +154,10 @@ static int strtab_grow(struct strtab *t)
 /* Index of a task name (at most HP_COMM_LEN bytes, maybe unterminated). */
 static int strtab_intern(struct strtab *t, struct arena *a, const char *s, uint32_t *ret)
 {
-	char name[HP_COMM_LEN + 1];
+	char name[HP_COMM_LEN + 1] = {};
 	size_t j;
 
-	memcpy(name, s, HP_COMM_LEN);
-	name[HP_COMM_LEN] = 0;
+	strncpy(name, s, HP_COMM_LEN); /* s may be shorter than a comm ("" for index 0) */
 	if ((t->n + 1) * 2 > t->nslots && strtab_grow(t) < 0)
 		return -ENOMEM;
 	for (j = str_hash(name) & (t->nslots - 1); t->slots[j]; j = (j + 1) & (t->nslots - 1))
@@ -753,7 +752,7 @@ static int fill_offcpu(struct snap_build *b, uint64_t start)
 	if (b->a.err)
 		return b->a.err;
 	/* user stacks came separately, at the syscall's exit: join on (tid, off_ts) */
-	qsort(b->ust.v, b->ust.n, sizeof(*b->ust.v), cmp_ustack);
+	qsort_safe(b->ust.v, b->ust.n, sizeof(*b->ust.v), cmp_ustack);
 	fill_deltas(t->ts_delta, &b->off, start);
 	for (size_t i = 0; i < n; i++) {
 		const struct hp_offcpu *e = (const void *)b->off.v[i];

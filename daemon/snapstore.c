@@ -137,7 +137,7 @@ static int scan(struct snapstore *st)
 			break;
 	}
 	closedir(d);
-	qsort(st->v, st->n, sizeof(*st->v), entry_cmp);
+	qsort_safe(st->v, st->n, sizeof(*st->v), entry_cmp);
 	return 0;
 }
 
@@ -274,7 +274,7 @@ int snapstore_add(struct snapstore *st, const char *name, uint32_t uid, const ch
 	r = push(st, &e);
 	if (r < 0)
 		return r;
-	qsort(st->v, st->n, sizeof(*st->v), entry_cmp);
+	qsort_safe(st->v, st->n, sizeof(*st->v), entry_cmp);
 	prune(st);
 	if (ret)
 		*ret = snapstore_find(st, name);

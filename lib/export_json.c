@@ -261,7 +261,7 @@ static size_t sort_unique(uint32_t *v, size_t n)
 {
 	size_t i, m = 0;
 
-	qsort(v, n, sizeof(*v), cmp_u32);
+	qsort_safe(v, n, sizeof(*v), cmp_u32);
 	for (i = 0; i < n; i++)
 		if (!m || v[m - 1] != v[i])
 			v[m++] = v[i];
@@ -299,7 +299,8 @@ static void note(struct json *x, uint32_t tid, uint32_t pid, const char *comm)
 
 static void append(uint32_t *v, size_t *n, const uint32_t *col, size_t len)
 {
-	memcpy(v + *n, col, len * sizeof(*col));
+	if (len) /* an empty column may be NULL */
+		memcpy(v + *n, col, len * sizeof(*col));
 	*n += len;
 }
 
@@ -392,7 +393,7 @@ static int build_syscalls(struct json *x)
 		x->sc[i] = (struct syscall_ref){ .tid = t->tid[i], .idx = (uint32_t)i, .ts = ts };
 	}
 	x->nsc = n;
-	qsort(x->sc, n, sizeof(*x->sc), cmp_syscall);
+	qsort_safe(x->sc, n, sizeof(*x->sc), cmp_syscall);
 	for (i = 0; i < n; i++) {
 		struct thread *th = thread_find(x, x->sc[i].tid);
 

@@ -734,7 +734,8 @@ static struct thread_info *thread_find(struct exporter *e, uint32_t tid)
 
 static void append_tids(uint32_t *tids, size_t *n, const uint32_t *col, size_t len)
 {
-	memcpy(tids + *n, col, len * sizeof(*col));
+	if (len)
+		memcpy(tids + *n, col, len * sizeof(*col));
 	*n += len;
 }
 
@@ -791,7 +792,7 @@ static int build_thread_index(struct exporter *e)
 	if (smp)
 		append_tids(tids, &n, smp->tid, smp->n_ts_delta);
 
-	qsort(tids, n, sizeof(*tids), cmp_u32);
+	qsort_safe(tids, n, sizeof(*tids), cmp_u32);
 	e->threads = calloc(MAX(n, (size_t)1), sizeof(*e->threads));
 	if (!e->threads)
 		return -ENOMEM;
@@ -1468,7 +1469,7 @@ static int prepare_samples(struct exporter *e)
 		if (key)
 			e->stack_keys[e->nkeys++] = key;
 	}
-	qsort(e->stack_keys, e->nkeys, sizeof(*e->stack_keys), cmp_u64);
+	qsort_safe(e->stack_keys, e->nkeys, sizeof(*e->stack_keys), cmp_u64);
 	n = e->nkeys;
 	e->nkeys = 0;
 	for (i = 0; i < n; i++)

@@ -293,7 +293,7 @@ static int put_samples(struct pprof *p, bool offcpu, uint64_t period)
 			keys[i] = (struct sample_key){ s->samples->tid[i], s->samples->ustack[i],
 						       s->samples->kstack[i], 1 };
 	}
-	qsort(keys, n, sizeof(*keys), cmp_sample_key);
+	qsort_safe(keys, n, sizeof(*keys), cmp_sample_key);
 	for (size_t i = 0; i < n; i++) {
 		if (nk && !cmp_sample_key(&keys[nk - 1], &keys[i]))
 			keys[nk - 1].value += keys[i].value;
@@ -394,7 +394,7 @@ static int put_locations(struct pprof *p)
 	for (size_t i = 0; i < s->n_frames; i++)
 		if (p->loc_of_frame[i])
 			used[n++] = (uint32_t)i;
-	qsort_r(used, n, sizeof(*used), cmp_frame, p);
+	qsort_r_safe(used, n, sizeof(*used), cmp_frame, p);
 	for (size_t k = 0; k < n; k++) {
 		const Hostprof__Frame *f = s->frames[used[k]];
 		uint64_t func;

@@ -262,7 +262,7 @@ static int layout(const struct folded *fo, struct layout *l)
 	r = close_to(l, 0);
 	if (r < 0)
 		return r;
-	qsort(l->v, l->n, sizeof(*l->v), cmp_node);
+	qsort_safe(l->v, l->n, sizeof(*l->v), cmp_node);
 	return 0;
 }
 
@@ -462,7 +462,7 @@ int snapshot_export_svg(const Hostprof__Snapshot *snap, bool offcpu, FILE *out)
 	r = snapshot_fold(snap, offcpu, &fo);
 	if (r < 0)
 		return r;
-	qsort(fo.stacks, fo.n, sizeof(*fo.stacks), cmp_framewise);
+	qsort_safe(fo.stacks, fo.n, sizeof(*fo.stacks), cmp_framewise);
 	r = layout(&fo, &l);
 	if (r >= 0) {
 		errno = 0;

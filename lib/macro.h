@@ -52,6 +52,20 @@ static inline void fclosep(FILE **f)
 		_fd_;                        \
 	})
 
+/* qsort() for arrays that may be empty: qsort's base must not be NULL, even for 0 items */
+static inline void qsort_safe(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+	if (n > 1)
+		qsort(base, n, size, cmp);
+}
+
+static inline void qsort_r_safe(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *, void *),
+				void *arg)
+{
+	if (n > 1)
+		qsort_r(base, n, size, cmp, arg);
+}
+
 /* libc's -1/errno convention to ours: -errno */
 static inline int negative_errno(void)
 {

@@ -170,7 +170,7 @@ int thread_names_init(const Hostprof__Snapshot *snap, struct thread_names *ret)
 					      .order = i,
 					      .comm = th->comm ? th->comm : "" };
 	}
-	qsort(e, snap->n_threads, sizeof(*e), cmp_thread_entry);
+	qsort_safe(e, snap->n_threads, sizeof(*e), cmp_thread_entry);
 	for (size_t i = 0; i < snap->n_threads; i++)
 		if (!tn.n || tn.v[tn.n - 1].tid != e[i].tid)
 			tn.v[tn.n++] = (struct thread_name){ .tid = e[i].tid, .comm = e[i].comm };
@@ -312,7 +312,7 @@ int snapshot_fold(const Hostprof__Snapshot *snap, bool offcpu, struct folded *re
 			keys[i] = (struct fold_key){ snap->samples->tid[i], snap->samples->ustack[i],
 						     snap->samples->kstack[i], 1 };
 	}
-	qsort(keys, n, sizeof(*keys), cmp_fold_key);
+	qsort_safe(keys, n, sizeof(*keys), cmp_fold_key);
 	for (size_t i = 0; i < n; i++) {
 		if (nk && !cmp_fold_key(&keys[nk - 1], &keys[i]))
 			keys[nk - 1].value += keys[i].value;
@@ -341,7 +341,7 @@ int snapshot_fold(const Hostprof__Snapshot *snap, bool offcpu, struct folded *re
 		out.n++;
 	}
 	/* different keys can render the same (threads of one name, frames of one function) */
-	qsort(out.stacks, out.n, sizeof(*out.stacks), cmp_folded_stack);
+	qsort_safe(out.stacks, out.n, sizeof(*out.stacks), cmp_folded_stack);
 	nk = out.n;
 	out.n = 0;
 	for (size_t i = 0; i < nk; i++) {
@@ -560,7 +560,7 @@ static int model_threads(struct model *m)
 		ADD_TID(s->syscall_hist[i]->pid, s->syscall_hist[i]->tid);
 #undef ADD_TID
 
-	qsort(tids, n, sizeof(*tids), cmp_u32);
+	qsort_safe(tids, n, sizeof(*tids), cmp_u32);
 	m->t = calloc(MAX(n, (size_t)1), sizeof(*m->t));
 	if (!m->t)
 		return -ENOMEM;
@@ -757,8 +757,8 @@ static int analyze_switches(struct model *m)
 
 		if (w->preempted)
 			preemption_end(m, w, MAX(s->end_ns, w->preempted_at), true);
-		qsort(w->culprits, w->n_culprits, sizeof(*w->culprits), cmp_culprit);
-		qsort(w->rq, w->n_rq, sizeof(*w->rq), cmp_u64);
+		qsort_safe(w->culprits, w->n_culprits, sizeof(*w->culprits), cmp_culprit);
+		qsort_safe(w->rq, w->n_rq, sizeof(*w->rq), cmp_u64);
 	}
 	return 0;
 }
@@ -848,8 +848,8 @@ static int analyze_syscalls(struct model *m)
 		w->hists[w->n_hists++] = i;
 	}
 	for (size_t i = 0; i < m->n; i++) {
-		qsort_r(m->t[i].syscalls, m->t[i].n_syscalls, sizeof(size_t), cmp_syscall_row, (void *)sc);
-		qsort_r(m->t[i].hists, m->t[i].n_hists, sizeof(size_t), cmp_hist, (void *)s);
+		qsort_r_safe(m->t[i].syscalls, m->t[i].n_syscalls, sizeof(size_t), cmp_syscall_row, (void *)sc);
+		qsort_r_safe(m->t[i].hists, m->t[i].n_hists, sizeof(size_t), cmp_hist, (void *)s);
 	}
 	return 0;
 }
@@ -931,7 +931,7 @@ static int analyze_offcpu(struct model *m)
 	for (size_t i = 0; i < n; i++)
 		if (find_thread(m, t->pid[i], t->tid[i]))
 			rows[nrows++] = i;
-	qsort_r(rows, nrows, sizeof(*rows), cmp_offcpu_row, (void *)t);
+	qsort_r_safe(rows, nrows, sizeof(*rows), cmp_offcpu_row, (void *)t);
 	for (size_t k = 0; k < nrows; k++) {
 		size_t i = rows[k];
 		struct wthread *w = find_thread(m, t->pid[i], t->tid[i]);
@@ -969,8 +969,8 @@ static int analyze_offcpu(struct model *m)
 		struct wthread *w = &m->t[i];
 
 		for (size_t g = 0; g < w->n_off; g++)
-			qsort(w->off[g].wakers, w->off[g].n_wakers, sizeof(struct waker), cmp_waker);
-		qsort(w->off, w->n_off, sizeof(*w->off), cmp_offcpu_group);
+			qsort_safe(w->off[g].wakers, w->off[g].n_wakers, sizeof(struct waker), cmp_waker);
+		qsort_safe(w->off, w->n_off, sizeof(*w->off), cmp_offcpu_group);
 	}
 	return 0;
 }
@@ -1053,7 +1053,7 @@ static int analyze_samples(struct model *m)
 					       .name = name ? name : "[no stack]",
 					       .kernel = kernel };
 	}
-	qsort(e, ne, sizeof(*e), cmp_leaf_entry);
+	qsort_safe(e, ne, sizeof(*e), cmp_leaf_entry);
 	for (size_t i = 0; i < ne; i++) {
 		struct wthread *w = &m->t[e[i].thread];
 
@@ -1067,7 +1067,7 @@ static int analyze_samples(struct model *m)
 		w->leaves[w->n_leaves - 1].samples++;
 	}
 	for (size_t i = 0; i < m->n; i++)
-		qsort(m->t[i].leaves, m->t[i].n_leaves, sizeof(struct leaf_count), cmp_leaf_count);
+		qsort_safe(m->t[i].leaves, m->t[i].n_leaves, sizeof(struct leaf_count), cmp_leaf_count);
 	return 0;
 }
 
@@ -1145,7 +1145,7 @@ int report_preemptions(const Hostprof__Snapshot *snap, const char *thread_glob, 
 			all[k].time_ns += wc->time_ns;
 		}
 	}
-	qsort(all, n_all, sizeof(*all), cmp_culprit);
+	qsort_safe(all, n_all, sizeof(*all), cmp_culprit);
 	if (n_all) {
 		s.top_pid = all[0].pid;
 		s.top_tid = all[0].tid;

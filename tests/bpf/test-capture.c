@@ -216,11 +216,13 @@ static int test_sleep(bool raw_tp)
 				ordered = false;
 			last_ts[h->cpu] = h->ts;
 		}
-		if (e->prev_pid != (uint32_t)w && e->next_pid != (uint32_t)w)
+		/* records of neither side: only who ran where a watched thread waited */
+		if (e->prev_pid != (uint32_t)w && e->next_pid != (uint32_t)w &&
+		    !((e->flags & HP_SW_VICTIM_CPU) && e->victim_pid == (uint32_t)w))
 			foreign++;
 		/* the twin shows up only where it met the watched process on a CPU */
 		if ((e->prev_pid == (uint32_t)u || e->next_pid == (uint32_t)u) && e->prev_pid != (uint32_t)w &&
-		    e->next_pid != (uint32_t)w)
+		    e->next_pid != (uint32_t)w && !(e->flags & HP_SW_VICTIM_CPU))
 			unwatched++;
 		if (e->prev_tid == (uint32_t)tid_w && e->prev_state == 0x1) {
 			sleeps++;
