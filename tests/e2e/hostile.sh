@@ -27,8 +27,17 @@ out=$(timeout 20 "$HOSTPROFCTL" --socket "$sock" snapshot --pid "$target" -o "$t
 wait "$flood"
 expect_rc 0 "a snapshot once they left" -- ctl snapshot --pid "$target" -o "$tmp/s2.pftrace"
 expect_rc 0 "status after they left" -- ctl status
-# a client that never reads is closed once it has read nothing for 10 s
-"$RAWCLIENT" "$sock" flood 3 13 "$target" >/dev/null 2>&1 & slow=$!; bg_pids+=("$slow")
+# a client that never reads is closed once it has read nothing for 10 s (a snapshot of
+# megabytes, more than a socket holds, so the daemon has output waiting for it)
+if command -v perf >/dev/null; then
+	taskset -c 1 perf bench sched pipe -T -l 300000 >/dev/null 2>&1 & big=$!
+	sleep 0.2
+	ctl watch --pid "$big" >/dev/null
+	wait "$big"
+else
+	big=$target
+fi
+"$RAWCLIENT" "$sock" flood 3 13 "$big" >/dev/null 2>&1 & slow=$!; bg_pids+=("$slow")
 wait "$slow"
 grep -q "read nothing for 10 s: closing it" "$tmp/daemon.log" && ok "clients that never read are closed after 10 s" \
 	|| fail "no stalled client was closed: $(tail -5 "$tmp/daemon.log")"
