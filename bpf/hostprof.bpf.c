@@ -60,6 +60,14 @@ __u64 syscall_min_ns = 200 * 1000;
 __u64 offcpu_min_ns = 200 * 1000;
 __u64 cpus_mask[HP_MAX_CPUS / 64];
 __u32 cpus_any; /* some bit of cpus_mask is set */
+/*
+ * A filter in front of the `watched` hash: watch_filter[tgid & mask] is non-zero for
+ * every watched tgid (and for the tgids that share its slot). Every hook of the machine
+ * asks it first, so a task of an unwatched process costs one byte load, not a hash
+ * lookup. Set here (plain stores: no atomics on older kernels) and by the daemon, which
+ * also clears slots no watched tgid uses any more.
+ */
+__u8 watch_filter[HP_FILTER_SIZE];
 
 /* Syscall numbers always recorded, for symbolization: the running arch's. */
 #if defined(__TARGET_ARCH_x86)
@@ -196,7 +204,18 @@ static __always_inline void stat_inc(__u32 idx)
 
 static __always_inline bool is_watched(__u32 tgid)
 {
-	return tgid && bpf_map_lookup_elem(&watched, &tgid);
+	if (!tgid || !watch_filter[tgid & (HP_FILTER_SIZE - 1)])
+		return false;
+	return bpf_map_lookup_elem(&watched, &tgid);
+}
+
+static __always_inline int watch_add(__u32 tgid, struct hp_watch *w)
+{
+	int r = bpf_map_update_elem(&watched, &tgid, w, BPF_NOEXIST);
+
+	/* set even when it was there: the daemon may have just cleared a shared slot */
+	watch_filter[tgid & (HP_FILTER_SIZE - 1)] = 1;
+	return r;
 }
 
 static __always_inline bool cpu_recorded(__u32 cpu)
@@ -589,7 +608,7 @@ static __always_inline int on_rename(struct task_struct *task, const char *newco
 
 		if (!glob_match(&globs[i], comm))
 			continue;
-		if (bpf_map_update_elem(&watched, &pid, &w, BPF_NOEXIST) && !is_watched(pid)) {
+		if (watch_add(pid, &w) && !is_watched(pid)) {
 			stat_inc(HP_STAT_MAP_FULL);
 			return 0;
 		}
@@ -611,7 +630,7 @@ static __always_inline int on_fork(struct task_struct *parent, struct task_struc
 	if (cpid != ppid) {
 		struct hp_watch w = { .reason = HP_WATCH_CHILD, .parent = ppid };
 
-		if (bpf_map_update_elem(&watched, &cpid, &w, BPF_NOEXIST) && !is_watched(cpid))
+		if (watch_add(cpid, &w) && !is_watched(cpid))
 			stat_inc(HP_STAT_MAP_FULL);
 	}
 	e = ring_reserve(&ring, sizeof(*e), HP_EV_FORK, bpf_ktime_get_boot_ns());

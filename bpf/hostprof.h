@@ -19,6 +19,7 @@
 #define HP_MAX_CPUS 1024    /* for the --cpus mask */
 #define HP_HIST_BUCKETS 24  /* syscall histogram: log2 of microseconds */
 #define HP_SYSCALL_ARGS 3
+#define HP_FILTER_SIZE 65536 /* watch_filter: one byte per tgid & (HP_FILTER_SIZE - 1) */
 
 /* Record types (hp_hdr.type). Defines, not an enum: clang 14 truncates 64-bit enums. */
 #define HP_EV_SWITCH 1 /* struct hp_switch */

@@ -418,13 +418,31 @@ int capture_watch(struct capture *c, uint32_t pid, uint32_t reason, uint32_t par
 
 	if (bpf_map__update_elem(c->skel->maps.watched, &pid, sizeof(pid), &w, sizeof(w), BPF_ANY) < 0)
 		return -errno;
+	c->skel->bss->watch_filter[pid & (HP_FILTER_SIZE - 1)] = 1;
 	return 0;
+}
+
+void capture_filter_touch(struct capture *c, uint32_t pid)
+{
+	c->skel->bss->watch_filter[pid & (HP_FILTER_SIZE - 1)] = 1;
 }
 
 int capture_unwatch(struct capture *c, uint32_t pid)
 {
+	uint32_t key, next, slot = pid & (HP_FILTER_SIZE - 1);
+	const void *prev = NULL;
+	bool shared = false;
+
 	if (bpf_map__delete_elem(c->skel->maps.watched, &pid, sizeof(pid), 0) < 0 && errno != ENOENT)
 		return -errno;
+	/* clear the filter slot unless another watched tgid uses it */
+	while (!shared && bpf_map__get_next_key(c->skel->maps.watched, prev, &next, sizeof(next)) == 0) {
+		key = next;
+		prev = &key;
+		shared = (key & (HP_FILTER_SIZE - 1)) == slot;
+	}
+	if (!shared)
+		c->skel->bss->watch_filter[slot] = 0;
 	return 0;
 }
 

@@ -30,6 +30,8 @@ int capture_drain(struct capture *c);
 
 int capture_watch(struct capture *c, uint32_t pid, uint32_t reason, uint32_t parent);
 int capture_unwatch(struct capture *c, uint32_t pid);
+/* Set pid's filter slot again (a slot cleared by an unwatch racing a fork in the kernel). */
+void capture_filter_touch(struct capture *c, uint32_t pid);
 int capture_set_globs(struct capture *c, char *const *globs, size_t n);
 /* Sums of the per-CPU stats map, indexed by HP_STAT_*. Records the daemon itself
  * refused as malformed are counted in *ret_bad. */

@@ -86,15 +86,18 @@ static void on_freed(void *ud, uint32_t pid)
  * their frames resolve even after they exit. Off the drain path: once a second. */
 static void refresh_maps(struct daemon *d)
 {
-	if (!d->symbolizer)
-		return;
 	for (size_t i = 0; i < recorder_count(d->recorder); i++) {
 		struct proc_rec *p = recorder_at(d->recorder, i);
 		int r;
 
-		if (p->exit_ns || !p->maps_dirty)
+		if (p->exit_ns)
+			continue;
+		capture_filter_touch(d->capture, p->info.pid);
+		if (!p->maps_dirty)
 			continue;
 		p->maps_dirty = false;
+		if (!d->symbolizer)
+			continue;
 		r = symbolizer_refresh_process(d->symbolizer, p->info.pid);
 		if (r < 0 && r != -ENOENT && r != -ESRCH)
 			log_debug("Failed to read the mappings of pid %u: %s", p->info.pid, strerror(-r));
