@@ -12,10 +12,17 @@ struct task_struct___pre514 {
 	long state;
 } __attribute__((preserve_access_index));
 
-static __always_inline __u32 task_state(struct task_struct *t)
+/*
+ * A task's field: a direct load where the program holds a BTF pointer (tp_btf), a probe
+ * read otherwise (raw_tp). `btf` is a constant at every call site: the other branch is
+ * compiled out, so the raw_tp programs never dereference their (untyped) pointers.
+ */
+#define TASK_READ(btf, t, field) ((btf) ? (t)->field : BPF_CORE_READ(t, field))
+
+static __always_inline __u32 task_state(struct task_struct *t, bool btf)
 {
 	if (bpf_core_field_exists(t->__state))
-		return BPF_CORE_READ(t, __state);
+		return TASK_READ(btf, t, __state);
 	return BPF_CORE_READ((struct task_struct___pre514 *)t, state);
 }
 

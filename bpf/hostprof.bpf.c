@@ -115,7 +115,6 @@ struct task {
 	__u64 off_ts;  /* switched out at */
 	__u64 wake_ts; /* woken at (0: not since it went off) */
 	__u64 sys_ts;  /* in a syscall since */
-	__u64 sys_args[HP_SYSCALL_ARGS];
 	__u64 pending_off_ts; /* TASK_USTACK_PENDING: the interval the user stack is for */
 	__u32 sys_nr;
 	__u32 off_state;
@@ -355,16 +354,16 @@ static __always_inline __u32 highest_bit(__u32 v)
 #define TASK_IDLE_STATE 0x402 /* TASK_UNINTERRUPTIBLE | TASK_NOLOAD */
 
 /* The state the sched_switch tracepoint reports for prev, as `perf sched` prints it. */
-static __always_inline __u32 report_state(bool preempt, struct task_struct *prev)
+static __always_inline __u32 report_state(bool preempt, struct task_struct *prev, bool btf)
 {
 	__u32 state, report;
 
 	if (preempt)
 		return HP_STATE_PREEMPT;
-	state = task_state(prev);
+	state = task_state(prev, btf);
 	if (state == TASK_IDLE_STATE)
 		return HP_STATE_IDLE;
-	report = (state & TASK_REPORT) | BPF_CORE_READ(prev, exit_state);
+	report = (state & TASK_REPORT) | TASK_READ(btf, prev, exit_state);
 	return report ? 1u << highest_bit(report) : HP_STATE_RUNNING;
 }
 
@@ -429,8 +428,8 @@ static __always_inline void emit_offcpu(struct task_struct *next, struct task *t
 
 static __always_inline int on_switch(bool preempt, struct task_struct *prev, struct task_struct *next, bool btf)
 {
-	__u32 prev_pid = BPF_CORE_READ(prev, tgid), prev_tid = BPF_CORE_READ(prev, pid);
-	__u32 next_pid = BPF_CORE_READ(next, tgid), next_tid = BPF_CORE_READ(next, pid);
+	__u32 prev_pid = TASK_READ(btf, prev, tgid), prev_tid = TASK_READ(btf, prev, pid);
+	__u32 next_pid = TASK_READ(btf, next, tgid), next_tid = TASK_READ(btf, next, pid);
 	__u32 cpu = bpf_get_smp_processor_id(), victim_pid = 0;
 	__u64 now, wait = 0;
 	__u32 wait_kind = 0, state;
@@ -457,7 +456,7 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 	}
 
 	now = bpf_ktime_get_boot_ns();
-	state = report_state(preempt, prev);
+	state = report_state(preempt, prev, btf);
 	if (flags & HP_SW_PREV_WATCHED) {
 		t = task_get(prev_tid, true);
 		if (t) {
@@ -509,25 +508,30 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 	e->prev_pid = prev_pid;
 	e->next_tid = next_tid;
 	e->next_pid = next_pid;
-	e->prev_prio = BPF_CORE_READ(prev, prio);
-	e->next_prio = BPF_CORE_READ(next, prio);
+	e->prev_prio = TASK_READ(btf, prev, prio);
+	e->next_prio = TASK_READ(btf, next, prio);
 	e->prev_state = state;
-	e->prev_policy = BPF_CORE_READ(prev, policy);
-	e->next_policy = BPF_CORE_READ(next, policy);
+	e->prev_policy = TASK_READ(btf, prev, policy);
+	e->next_policy = TASK_READ(btf, next, policy);
 	e->flags = flags;
 	e->next_wait_ns = wait;
 	e->next_wait_kind = wait_kind;
 	e->victim_pid = victim_pid;
-	BPF_CORE_READ_STR_INTO(&e->prev_comm, prev, comm);
-	BPF_CORE_READ_STR_INTO(&e->next_comm, next, comm);
+	if (btf) {
+		__builtin_memcpy(e->prev_comm, prev->comm, HP_COMM_LEN);
+		__builtin_memcpy(e->next_comm, next->comm, HP_COMM_LEN);
+	} else {
+		BPF_CORE_READ_STR_INTO(&e->prev_comm, prev, comm);
+		BPF_CORE_READ_STR_INTO(&e->next_comm, next, comm);
+	}
 	ring_submit(ring, e);
 	return 0;
 }
 
 /* The waker is the task running now. */
-static __always_inline int on_waking(struct task_struct *p, __u32 wake_flags)
+static __always_inline int on_waking(struct task_struct *p, __u32 wake_flags, bool btf)
 {
-	__u32 pid = BPF_CORE_READ(p, tgid), tid = BPF_CORE_READ(p, pid);
+	__u32 pid = TASK_READ(btf, p, tgid), tid = TASK_READ(btf, p, pid);
 	__u64 cur = bpf_get_current_pid_tgid(), now;
 	struct hp_wake *e;
 	struct task *t;
@@ -541,7 +545,7 @@ static __always_inline int on_waking(struct task_struct *p, __u32 wake_flags)
 		return 0;
 	e->tid = tid;
 	e->pid = pid;
-	e->target_cpu = BPF_CORE_READ(p, wake_cpu);
+	e->target_cpu = TASK_READ(btf, p, wake_cpu);
 	e->flags = wake_flags;
 	e->waker_tid = (__u32)cur;
 	e->waker_pid = cur >> 32;
@@ -701,9 +705,6 @@ static __always_inline int on_sys_enter(struct pt_regs *regs, long id)
 		return 0;
 	t->sys_ts = bpf_ktime_get_boot_ns();
 	t->sys_nr = id;
-	t->sys_args[0] = PT_REGS_PARM1_CORE_SYSCALL(regs);
-	t->sys_args[1] = PT_REGS_PARM2_CORE_SYSCALL(regs);
-	t->sys_args[2] = PT_REGS_PARM3_CORE_SYSCALL(regs);
 	t->flags |= TASK_IN_SYSCALL;
 	return 0;
 }
@@ -778,7 +779,7 @@ static __always_inline bool always_recorded(__u32 nr)
 	return nr == NR_MMAP || nr == NR_MUNMAP || nr == NR_MPROTECT || nr == NR_EXECVE || nr == NR_EXECVEAT;
 }
 
-static __always_inline int on_sys_exit(void *ctx, long ret)
+static __always_inline int on_sys_exit(void *ctx, struct pt_regs *regs, long ret)
 {
 	__u64 cur = bpf_get_current_pid_tgid(), now, dur;
 	__u32 pid = cur >> 32, tid = (__u32)cur;
@@ -810,9 +811,10 @@ static __always_inline int on_sys_exit(void *ctx, long ret)
 	e->nr = t->sys_nr;
 	e->pad = 0;
 	e->ret = ret;
-	e->args[0] = t->sys_args[0];
-	e->args[1] = t->sys_args[1];
-	e->args[2] = t->sys_args[2];
+	/* only for the calls recorded: the argument registers are as the call found them */
+	e->args[0] = PT_REGS_PARM1_CORE_SYSCALL(regs);
+	e->args[1] = PT_REGS_PARM2_CORE_SYSCALL(regs);
+	e->args[2] = PT_REGS_PARM3_CORE_SYSCALL(regs);
 	ring_submit(ring, e);
 	return 0;
 }
@@ -873,25 +875,25 @@ int BPF_PROG(raw_tp_sched_switch, bool preempt, struct task_struct *prev, struct
 SEC("tp_btf/sched_waking")
 int BPF_PROG(tp_btf_sched_waking, struct task_struct *p)
 {
-	return on_waking(p, 0);
+	return on_waking(p, 0, true);
 }
 
 SEC("raw_tp/sched_waking")
 int BPF_PROG(raw_tp_sched_waking, struct task_struct *p)
 {
-	return on_waking(p, 0);
+	return on_waking(p, 0, false);
 }
 
 SEC("tp_btf/sched_wakeup_new")
 int BPF_PROG(tp_btf_sched_wakeup_new, struct task_struct *p)
 {
-	return on_waking(p, HP_WAKE_NEW);
+	return on_waking(p, HP_WAKE_NEW, true);
 }
 
 SEC("raw_tp/sched_wakeup_new")
 int BPF_PROG(raw_tp_sched_wakeup_new, struct task_struct *p)
 {
-	return on_waking(p, HP_WAKE_NEW);
+	return on_waking(p, HP_WAKE_NEW, false);
 }
 
 SEC("tp_btf/sched_migrate_task")
@@ -970,11 +972,11 @@ int BPF_PROG(raw_tp_sys_enter, struct pt_regs *regs, long id)
 SEC("tp_btf/sys_exit")
 int BPF_PROG(tp_btf_sys_exit, struct pt_regs *regs, long ret)
 {
-	return on_sys_exit(ctx, ret);
+	return on_sys_exit(ctx, regs, ret);
 }
 
 SEC("raw_tp/sys_exit")
 int BPF_PROG(raw_tp_sys_exit, struct pt_regs *regs, long ret)
 {
-	return on_sys_exit(ctx, ret);
+	return on_sys_exit(ctx, regs, ret);
 }

@@ -284,14 +284,11 @@ struct proc_rec *recorder_find(const struct recorder *rec, uint32_t pid)
 static void drop_head(struct recorder *rec, struct proc_rec *p, bool for_space)
 {
 	struct chunk *c = p->head;
-	uint32_t nrec = 0;
 
 	if (!c)
 		return;
 	if (for_space)
-		for (uint32_t off = 0; off < c->used; off += ((struct hp_hdr *)(c->data + off))->size)
-			nrec++;
-	p->evicted += nrec;
+		p->evicted += c->nrec;
 	p->head = c->next;
 	if (!p->head)
 		p->tail = NULL;
@@ -340,6 +337,7 @@ static void append_to(struct recorder *rec, struct proc_rec *p, const struct hp_
 		}
 		c->next = NULL;
 		c->used = 0;
+		c->nrec = 0;
 		c->min_ts = UINT64_MAX;
 		c->max_ts = 0;
 		if (p->tail)
@@ -353,6 +351,7 @@ static void append_to(struct recorder *rec, struct proc_rec *p, const struct hp_
 	}
 	memcpy(c->data + c->used, hdr, hdr->size);
 	c->used += hdr->size;
+	c->nrec++;
 	c->min_ts = MIN(c->min_ts, hdr->ts);
 	c->max_ts = MAX(c->max_ts, hdr->ts);
 	p->events++;

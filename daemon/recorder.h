@@ -20,7 +20,7 @@ struct chunk {
 	struct chunk *next;
 	uint64_t min_ts, max_ts; /* shards arrive unordered: a chunk's records are not sorted */
 	uint32_t used;
-	uint32_t pad; /* data[] 8-byte aligned: records hold __u64 (all records are multiples of 8) */
+	uint32_t nrec; /* records in it; data[] 8-byte aligned (record sizes are multiples of 8) */
 	uint8_t data[] __attribute__((aligned(8)));
 };
 
