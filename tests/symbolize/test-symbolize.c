@@ -650,8 +650,13 @@ static int test_jit(void)
 static int test_namespace(void)
 {
 	char path[64], buf[64];
+	/* a private /tmp; if the child itself lives under /tmp (a checkout there), its
+	 * directory is bound back in through an fd of the old /tmp */
 	char *argv[] = { "/usr/bin/unshare", "-m", "-p", "-f", "--kill-child", "/bin/sh", "-c",
-			 "mount -t tmpfs tmpfs /tmp && exec \"$0\" jit", (char *)child_exe, NULL };
+			 "exec 4</tmp && mount -t tmpfs tmpfs /tmp && "
+			 "case \"$0\" in /tmp/*) d=${0%/*}; mkdir -p \"$d\" && "
+			 "mount -c --bind \"/proc/self/fd/4${d#/tmp}\" \"$d\" ;; esac && exec \"$0\" jit",
+			 (char *)child_exe, NULL };
 	struct symbolizer *s;
 	struct sym_result r;
 	struct child c;
