@@ -203,34 +203,6 @@ static const char *str_at(const Hostprof__Snapshot *s, uint32_t idx)
 	return p ? p : "";
 }
 
-/* The letter(s) `ps` and the sched_switch tracepoint print for a prev_state value. */
-static const char *state_name(uint32_t state, char *buf, size_t len)
-{
-	switch (state) {
-	case 0x0:
-		return "R";
-	case 0x1:
-		return "S";
-	case 0x2:
-		return "D";
-	case 0x4:
-		return "T";
-	case 0x8:
-		return "t";
-	case 0x10:
-		return "X";
-	case 0x20:
-		return "Z";
-	case 0x40:
-		return "P";
-	case 0x80:
-		return "I";
-	case 0x100:
-		return "R+";
-	}
-	snprintf(buf, len, "0x%x", state);
-	return buf;
-}
 
 /* The trace viewer's colour for a thread blocked in this state. */
 static const char *blocked_cname(uint32_t state)
@@ -671,17 +643,17 @@ static void span_piece(struct json *x, const struct thread *t, const struct span
 	case ST_RUNNING:
 		jsonw_uint_field(j, "cpu", sp->cpu);
 		jsonw_int_field(j, "prio", sp->prio);
-		jsonw_string_field(j, "end_state", state_name(sp->state, buf, sizeof(buf)));
+		jsonw_string_field(j, "end_state", hps_state_name(sp->state, buf, sizeof(buf)));
 		task_field(j, "next", sp->by_comm, sp->by_tid);
 		break;
 	case ST_RUNNABLE:
-		jsonw_string_field(j, "state", sp->woken ? "R" : state_name(sp->state, buf, sizeof(buf)));
+		jsonw_string_field(j, "state", sp->woken ? "R" : hps_state_name(sp->state, buf, sizeof(buf)));
 		jsonw_string_field(j, "cause", sp->woken ? "wakeup" : "preempted");
 		if (sp->by_tid)
 			task_field(j, sp->woken ? "waker" : "preempted_by", sp->by_comm, sp->by_tid);
 		break;
 	case ST_BLOCKED:
-		jsonw_string_field(j, "state", state_name(sp->state, buf, sizeof(buf)));
+		jsonw_string_field(j, "state", hps_state_name(sp->state, buf, sizeof(buf)));
 		if (sp->by_tid)
 			task_field(j, "waker", sp->by_comm, sp->by_tid);
 		break;
@@ -738,7 +710,7 @@ static void cpu_span(struct json *x, const struct thread *t, uint32_t end_state,
 	jsonw_uint_field(j, "tid", t->tid);
 	jsonw_uint_field(j, "pid", t->pid);
 	jsonw_int_field(j, "prio", t->prio);
-	jsonw_string_field(j, "end_state", state_name(end_state, buf, sizeof(buf)));
+	jsonw_string_field(j, "end_state", hps_state_name(end_state, buf, sizeof(buf)));
 	jsonw_end_object(j);
 	jsonw_end_object(j);
 }

@@ -561,34 +561,6 @@ static const char *string_at(const Hostprof__Snapshot *s, uint32_t idx)
 	return s->strings[idx] ? s->strings[idx] : "";
 }
 
-/* The letter(s) `ps` and the sched_switch tracepoint print for a prev_state value. */
-static const char *state_name(uint32_t state, char *buf, size_t len)
-{
-	switch (state) {
-	case 0x0:
-		return "R";
-	case 0x1:
-		return "S";
-	case 0x2:
-		return "D";
-	case 0x4:
-		return "T";
-	case 0x8:
-		return "t";
-	case 0x10:
-		return "X";
-	case 0x20:
-		return "Z";
-	case 0x40:
-		return "P";
-	case 0x80:
-		return "I";
-	case 0x100:
-		return "R+";
-	}
-	snprintf(buf, len, "0x%x", state);
-	return buf;
-}
 
 /* ---- 1-3. Clocks, system, process tree --------------------------------------------------- */
 
@@ -1213,7 +1185,7 @@ static int write_offcpu(struct exporter *e)
 		r = track_of(e, t->tid[i], t->pid[i], &uuid);
 		if (r < 0)
 			return r;
-		state = state_name(t->state[i], buf, sizeof(buf));
+		state = hps_state_name(t->state[i], buf, sizeof(buf));
 		snprintf(name, sizeof(name), "off-cpu %s", state);
 		ev = event_begin(w, ts, uuid, TYPE_SLICE_BEGIN, "sched", name, &packet);
 		annotate_string(w, "state", state);

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -244,4 +245,33 @@ int hps_switch_times(const Hostprof__Snapshot *snap, uint64_t **ret_ts)
 	const Hostprof__SchedSwitchTable *t = snap->switches;
 
 	return hps_abs_times(snap->start_ns, t ? t->ts_delta : NULL, t ? t->n_ts_delta : 0, ret_ts);
+}
+
+/* The letter(s) `ps` and the sched_switch tracepoint print for a prev_state value. */
+const char *hps_state_name(uint32_t state, char *buf, size_t len)
+{
+	switch (state) {
+	case 0x0:
+		return "R";
+	case 0x1:
+		return "S";
+	case 0x2:
+		return "D";
+	case 0x4:
+		return "T";
+	case 0x8:
+		return "t";
+	case 0x10:
+		return "X";
+	case 0x20:
+		return "Z";
+	case 0x40:
+		return "P";
+	case 0x80:
+		return "I";
+	case 0x100:
+		return "R+";
+	}
+	snprintf(buf, len, "0x%x", state);
+	return buf;
 }

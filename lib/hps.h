@@ -33,6 +33,9 @@ int hps_abs_times(uint64_t start_ns, const uint64_t *delta, size_t n, uint64_t *
 /* Absolute timestamps of the sched_switch table (ts_delta accumulated), malloc'ed. */
 int hps_switch_times(const Hostprof__Snapshot *snap, uint64_t **ret_ts);
 
+/* "R", "R+", "S", "D", "I"...: a prev_state value as ps and the tracepoint print it; others as 0x.. in buf. */
+const char *hps_state_name(uint32_t state, char *buf, size_t len);
+
 /* String table lookup that never goes out of range. */
 static inline const char *hps_str(const Hostprof__Snapshot *snap, uint32_t idx)
 {
