@@ -120,80 +120,6 @@ struct span {
 
 /* ---- Validation ------------------------------------------------------------------------ */
 
-static int check_times(uint64_t start, const uint64_t *delta, const uint64_t *dur, size_t n)
-{
-	uint64_t ts = start;
-	size_t i;
-
-	if (n && !delta)
-		return -EINVAL;
-	for (i = 0; i < n; i++) {
-		if (delta[i] > UINT64_MAX - ts)
-			return -EINVAL;
-		ts += delta[i];
-		if (dur && dur[i] > UINT64_MAX - ts)
-			return -EINVAL;
-	}
-	return 0;
-}
-
-static bool all_set(void *const *p, size_t n)
-{
-	size_t i;
-
-	if (n && !p)
-		return false;
-	for (i = 0; i < n; i++)
-		if (!p[i])
-			return false;
-	return true;
-}
-
-static int validate(const Hostprof__Snapshot *s)
-{
-	int r;
-
-	if (s->n_strings && !s->strings)
-		return -EINVAL;
-	if (!all_set((void *const *)s->processes, s->n_processes) ||
-	    !all_set((void *const *)s->threads, s->n_threads) ||
-	    !all_set((void *const *)s->stacks, s->n_stacks) ||
-	    !all_set((void *const *)s->frames, s->n_frames) ||
-	    !all_set((void *const *)s->mappings, s->n_mappings) ||
-	    !all_set((void *const *)s->markers, s->n_markers) || (s->n_syscall_names && !s->syscall_names))
-		return -EINVAL;
-	r = hps_validate(s);
-	if (r < 0)
-		return r;
-	if (s->switches) {
-		r = check_times(s->start_ns, s->switches->ts_delta, NULL, s->switches->n_ts_delta);
-		if (r < 0)
-			return r;
-	}
-	if (s->wakeups) {
-		r = check_times(s->start_ns, s->wakeups->ts_delta, NULL, s->wakeups->n_ts_delta);
-		if (r < 0)
-			return r;
-	}
-	if (s->syscalls) {
-		r = check_times(s->start_ns, s->syscalls->ts_delta, s->syscalls->dur_ns,
-				s->syscalls->n_ts_delta);
-		if (r < 0)
-			return r;
-	}
-	if (s->migrations) {
-		r = check_times(s->start_ns, s->migrations->ts_delta, NULL, s->migrations->n_ts_delta);
-		if (r < 0)
-			return r;
-	}
-	if (s->task_events) {
-		r = check_times(s->start_ns, s->task_events->ts_delta, NULL, s->task_events->n_ts_delta);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
 /* ---- Small helpers --------------------------------------------------------------------- */
 
 static const char *str_at(const Hostprof__Snapshot *s, uint32_t idx)
@@ -947,7 +873,7 @@ int snapshot_export_json(const Hostprof__Snapshot *snap, FILE *out)
 
 	if (!snap || !out)
 		return -EINVAL;
-	r = validate(snap);
+	r = hps_validate(snap);
 	if (r < 0)
 		return r;
 	if (ferror(out)) /* an earlier error would be taken for ours */

@@ -367,23 +367,6 @@ struct exporter {
 /* ---- Validation ------------------------------------------------------------------------ */
 
 /* start + the running sum of delta (+ dur) stays within 64 bits. */
-static int check_times(uint64_t start, const uint64_t *delta, const uint64_t *dur, size_t n)
-{
-	uint64_t ts = start;
-	size_t i;
-
-	if (n && !delta)
-		return -EINVAL;
-	for (i = 0; i < n; i++) {
-		if (delta[i] > UINT64_MAX - ts)
-			return -EINVAL;
-		ts += delta[i];
-		if (dur && dur[i] > UINT64_MAX - ts)
-			return -EINVAL;
-	}
-	return 0;
-}
-
 static int check_cpus(const uint32_t *cpu, size_t n, size_t *ncpus)
 {
 	size_t i;
@@ -399,48 +382,6 @@ static int check_cpus(const uint32_t *cpu, size_t n, size_t *ncpus)
 	return 0;
 }
 
-static bool all_set(void *const *p, size_t n)
-{
-	size_t i;
-
-	if (n && !p)
-		return false;
-	for (i = 0; i < n; i++)
-		if (!p[i])
-			return false;
-	return true;
-}
-
-/* What hps_validate() cannot see in a snapshot built by hand: NULL pointers. */
-static int check_pointers(const Hostprof__Snapshot *s)
-{
-	const Hostprof__SchedSwitchTable *t = s->switches;
-	size_t i, n;
-
-	if (s->n_strings && !s->strings)
-		return -EINVAL;
-	if (!all_set((void *const *)s->processes, s->n_processes) ||
-	    !all_set((void *const *)s->threads, s->n_threads) ||
-	    !all_set((void *const *)s->stacks, s->n_stacks) ||
-	    !all_set((void *const *)s->frames, s->n_frames) ||
-	    !all_set((void *const *)s->mappings, s->n_mappings) ||
-	    !all_set((void *const *)s->markers, s->n_markers) || (s->n_syscall_names && !s->syscall_names))
-		return -EINVAL;
-	for (i = 0; i < s->n_processes; i++)
-		if (s->processes[i]->n_cmdline && !s->processes[i]->cmdline)
-			return -EINVAL;
-	for (i = 0; i < s->n_stacks; i++)
-		if (s->stacks[i]->n_frames && !s->stacks[i]->frames)
-			return -EINVAL;
-	if (t) {
-		n = t->n_ts_delta;
-		if (n && (!t->cpu || !t->prev_tid || !t->prev_pid || !t->prev_comm || !t->prev_prio ||
-			  !t->prev_state || !t->next_tid || !t->next_pid || !t->next_comm || !t->next_prio))
-			return -EINVAL;
-	}
-	return 0;
-}
-
 static int validate(const Hostprof__Snapshot *snap, size_t *ret_ncpus)
 {
 	const Hostprof__SchedSwitchTable *sw = snap->switches;
@@ -448,19 +389,13 @@ static int validate(const Hostprof__Snapshot *snap, size_t *ret_ncpus)
 	size_t ncpus = 0;
 	int r;
 
-	r = check_pointers(snap);
-	if (r < 0)
-		return r;
-	r = hps_validate(snap);
+	r = hps_validate(snap); /* pointers, columns, indexes, times */
 	if (r < 0)
 		return r;
 
 	if (sw) {
 		if (sw->n_ts_delta > UINT32_MAX) /* struct cpu_batch keeps 32-bit event indices */
 			return -EINVAL;
-		r = check_times(snap->start_ns, sw->ts_delta, NULL, sw->n_ts_delta);
-		if (r < 0)
-			return r;
 		r = check_cpus(sw->cpu, sw->n_ts_delta, &ncpus);
 		if (r < 0)
 			return r;
@@ -468,33 +403,7 @@ static int validate(const Hostprof__Snapshot *snap, size_t *ret_ncpus)
 	if (wk) {
 		if (wk->n_ts_delta > UINT32_MAX)
 			return -EINVAL;
-		r = check_times(snap->start_ns, wk->ts_delta, NULL, wk->n_ts_delta);
-		if (r < 0)
-			return r;
 		r = check_cpus(wk->cpu, wk->n_ts_delta, &ncpus);
-		if (r < 0)
-			return r;
-	}
-	if (snap->syscalls) {
-		r = check_times(snap->start_ns, snap->syscalls->ts_delta, snap->syscalls->dur_ns,
-				snap->syscalls->n_ts_delta);
-		if (r < 0)
-			return r;
-	}
-	if (snap->offcpu) {
-		r = check_times(snap->start_ns, snap->offcpu->ts_delta, snap->offcpu->dur_ns,
-				snap->offcpu->n_ts_delta);
-		if (r < 0)
-			return r;
-	}
-	if (snap->migrations) {
-		r = check_times(snap->start_ns, snap->migrations->ts_delta, NULL,
-				snap->migrations->n_ts_delta);
-		if (r < 0)
-			return r;
-	}
-	if (snap->samples) {
-		r = check_times(snap->start_ns, snap->samples->ts_delta, NULL, snap->samples->n_ts_delta);
 		if (r < 0)
 			return r;
 	}

@@ -142,9 +142,75 @@ static bool stacks_ok(const Hostprof__Snapshot *s)
 	return true;
 }
 
-/* What every exporter may rely on: tables line up and indexes stay in range. */
+/* Every entry of an array of messages is there (a snapshot built in memory may hold NULLs). */
+static bool all_set(void *const *p, size_t n)
+{
+	if (n && !p)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!p[i])
+			return false;
+	return true;
+}
+
+static bool pointers_ok(const Hostprof__Snapshot *s)
+{
+	const Hostprof__SchedSwitchTable *t = s->switches;
+
+	if ((s->n_strings && !s->strings) || (s->n_syscall_names && !s->syscall_names) ||
+	    !all_set((void *const *)s->processes, s->n_processes) || !all_set((void *const *)s->threads, s->n_threads) ||
+	    !all_set((void *const *)s->stacks, s->n_stacks) || !all_set((void *const *)s->frames, s->n_frames) ||
+	    !all_set((void *const *)s->mappings, s->n_mappings) || !all_set((void *const *)s->markers, s->n_markers))
+		return false;
+	for (size_t i = 0; i < s->n_processes; i++)
+		if (s->processes[i]->n_cmdline && !s->processes[i]->cmdline)
+			return false;
+	for (size_t i = 0; i < s->n_stacks; i++)
+		if (s->stacks[i]->n_frames && !s->stacks[i]->frames)
+			return false;
+	if (t && t->n_ts_delta &&
+	    (!t->ts_delta || !t->cpu || !t->prev_tid || !t->prev_pid || !t->prev_comm || !t->prev_prio ||
+	     !t->prev_state || !t->next_tid || !t->next_pid || !t->next_comm || !t->next_prio))
+		return false;
+	return true;
+}
+
+/* start + the running sum of delta (+ dur) never wraps. */
+static bool times_ok(uint64_t start, const uint64_t *delta, const uint64_t *dur, size_t n)
+{
+	uint64_t ts = start;
+
+	if (n && !delta)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (delta[i] > UINT64_MAX - ts)
+			return false;
+		ts += delta[i];
+		if (dur && dur[i] > UINT64_MAX - ts)
+			return false;
+	}
+	return true;
+}
+
+static bool all_times_ok(const Hostprof__Snapshot *s)
+{
+	uint64_t t0 = s->start_ns;
+
+	return (!s->switches || times_ok(t0, s->switches->ts_delta, NULL, s->switches->n_ts_delta)) &&
+	       (!s->wakeups || times_ok(t0, s->wakeups->ts_delta, NULL, s->wakeups->n_ts_delta)) &&
+	       (!s->migrations || times_ok(t0, s->migrations->ts_delta, NULL, s->migrations->n_ts_delta)) &&
+	       (!s->syscalls || times_ok(t0, s->syscalls->ts_delta, s->syscalls->dur_ns, s->syscalls->n_ts_delta)) &&
+	       (!s->offcpu || times_ok(t0, s->offcpu->ts_delta, s->offcpu->dur_ns, s->offcpu->n_ts_delta)) &&
+	       (!s->samples || times_ok(t0, s->samples->ts_delta, NULL, s->samples->n_ts_delta)) &&
+	       (!s->task_events || times_ok(t0, s->task_events->ts_delta, NULL, s->task_events->n_ts_delta));
+}
+
+/* What every exporter may rely on: no missing entries, tables line up, indexes stay in
+ * range, and absolute times do not wrap. */
 static bool snapshot_consistent(const Hostprof__Snapshot *s)
 {
+	if (!pointers_ok(s))
+		return false;
 	if (s->switches && !switches_ok(s))
 		return false;
 	if (s->wakeups && !wakeups_ok(s))
@@ -159,7 +225,7 @@ static bool snapshot_consistent(const Hostprof__Snapshot *s)
 		return false;
 	if (s->task_events && !task_events_ok(s))
 		return false;
-	return stacks_ok(s);
+	return stacks_ok(s) && all_times_ok(s); /* after the lengths: dur_ns is as long as ts_delta */
 }
 
 int hps_unpack(const uint8_t *data, size_t len, Hostprof__Snapshot **ret_snap)
