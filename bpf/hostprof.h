@@ -34,7 +34,11 @@
 #define HP_EV_SAMPLE 10 /* struct hp_sample + frames: on-CPU stack sample */
 #define HP_EV_USTACK 11 /* struct hp_ustack + frames: the user stack of an off-CPU interval */
 #define HP_EV_EXEC 12   /* struct hp_exec */
-#define HP_EV_MAX 13
+#define HP_EV_IRQ 13     /* struct hp_irq: an interrupt on a CPU where a watched thread ran or waited */
+#define HP_EV_RECLAIM 14 /* struct hp_reclaim: direct/memcg reclaim or compaction in a watched thread */
+#define HP_EV_FAULTS 15  /* struct hp_faults: a watched thread's page faults over a period */
+#define HP_EV_LOCK 16    /* struct hp_lock + kernel frames: a watched thread waited for a kernel lock */
+#define HP_EV_MAX 17
 
 /* Every record starts with this. */
 struct hp_hdr {
@@ -169,6 +173,89 @@ struct hp_exec {
 	char comm[HP_COMM_LEN];
 };
 
+/* hp_irq.kind */
+#define HP_IRQ_HARD 1 /* irq_handler_entry/exit: num is the IRQ number, name the handler's */
+#define HP_IRQ_SOFT 2 /* softirq_entry/exit: num is the vector (HI 0, TIMER 1, NET_TX 2, NET_RX 3, ...) */
+/* hp_irq.flags: how it touched a watched thread */
+#define HP_IRQ_RUNNING 0x1 /* it interrupted the watched thread tid */
+#define HP_IRQ_WAITING 0x2 /* a watched thread of pid waited (preempted) on this CPU */
+
+struct hp_irq {
+	struct hp_hdr hdr; /* ts: entry; cpu: where it ran */
+	__u64 dur_ns;
+	__u32 tid; /* HP_IRQ_RUNNING: the watched thread it interrupted; else 0 */
+	__u32 pid; /* that thread's process, or the one of the thread waiting */
+	__u16 kind;  /* HP_IRQ_* */
+	__u16 flags; /* HP_IRQ_RUNNING, HP_IRQ_WAITING */
+	__u32 num;
+	char name[HP_COMM_LEN]; /* HP_IRQ_HARD: irqaction name */
+};
+
+/* hp_reclaim.kind */
+#define HP_RECLAIM_DIRECT 1  /* mm_vmscan_direct_reclaim_begin/end: result = pages reclaimed */
+#define HP_RECLAIM_MEMCG 2   /* mm_vmscan_memcg_reclaim_begin/end: result = pages reclaimed */
+#define HP_RECLAIM_COMPACT 3 /* mm_compaction_begin/end: result = the compaction status */
+
+struct hp_reclaim {
+	struct hp_hdr hdr; /* ts: begin; cpu: where it ended */
+	__u64 dur_ns;
+	__u32 tid;
+	__u32 pid;
+	__u32 kind; /* HP_RECLAIM_* */
+	__s32 order;
+	__u32 gfp; /* reclaim: the allocation's gfp flags; compaction: 0 */
+	__s32 pad;
+	__s64 result;
+};
+
+/*
+ * Page faults of a watched thread over [ts, ts + dur_ns): `faults` and its split come from
+ * exceptions:page_fault_user (x86 only: aarch64 has no such tracepoint, and they are 0
+ * there); minor and major from the task's own min_flt/maj_flt counters (every arch).
+ */
+struct hp_faults {
+	struct hp_hdr hdr; /* ts: the start of the period; cpu: where it ended */
+	__u64 dur_ns;
+	__u32 tid;
+	__u32 pid;
+	__u32 faults; /* user page faults taken (the tracepoint) */
+	__u32 write;  /* of those: on a write access */
+	__u32 exec;   /* of those: an instruction fetch */
+	__u32 prot;   /* of those: a protection fault on a present page */
+	__u32 minor;  /* min_flt: resolved without I/O */
+	__u32 major;  /* maj_flt: needed I/O */
+};
+
+/* hp_lock.flags: the kernel's LCB_F_* of lock:contention_begin */
+#define HP_LOCK_SPIN 0x1
+#define HP_LOCK_READ 0x2
+#define HP_LOCK_WRITE 0x4
+#define HP_LOCK_RT 0x8
+#define HP_LOCK_PERCPU 0x10
+#define HP_LOCK_MUTEX 0x20
+#define HP_LOCK_MMAP 0x10000 /* hostprof's: the lock is the mmap_lock of the thread's own mm */
+
+/* A wait for a contended kernel lock; the kernel stack when it lasted >= offcpu_min_ns. */
+struct hp_lock {
+	struct hp_hdr hdr; /* ts: contention began; cpu: where it ended */
+	__u64 dur_ns;
+	__u64 lock; /* the lock's address */
+	__u32 tid;
+	__u32 pid;
+	__u32 flags; /* HP_LOCK_* */
+	__s32 ret;   /* contention_end's: 0 acquired, -EINTR... */
+	__u16 kstack_len;
+	__u16 pad16;
+	__u32 stack_flags;
+	__u64 frames[];
+};
+
+/* --interference: which of these hooks are attached (also hp_hdr-free: a plain mask) */
+#define HP_INTF_IRQ 0x1
+#define HP_INTF_RECLAIM 0x2
+#define HP_INTF_FAULTS 0x4
+#define HP_INTF_LOCKS 0x8
+
 #define HP_MAX_RECORD (sizeof(struct hp_offcpu) + 2 * HP_MAX_STACK * sizeof(__u64))
 
 /* syscall histograms: per thread and syscall number, every call */
@@ -246,6 +333,7 @@ struct hp_watch {
 #define HP_STAT_HIST_FULL 5   /* a syscall histogram could not be created */
 #define HP_STAT_STACK_FAILED 6 /* a stack could not be taken */
 #define HP_STAT_NESTED 7      /* a record dropped: too deeply nested programs on one CPU */
-#define HP_STAT_MAX 8
+#define HP_STAT_WAIT_FULL 8   /* a reclaim, compaction or lock wait could not be tracked (map full) */
+#define HP_STAT_MAX 9
 
 #endif /* HOSTPROF_BPF_H */

@@ -36,6 +36,7 @@ size_t daemon_drops(struct daemon *d, struct drop_count *ret, size_t max)
 		[HP_STAT_HIST_FULL] = "histogram_map_full",
 		[HP_STAT_STACK_FAILED] = "stack_failed",
 		[HP_STAT_NESTED] = "nested",
+		[HP_STAT_WAIT_FULL] = "wait_map_full",
 	};
 	uint64_t stats[HP_STAT_MAX] = {};
 	size_t n = 0;

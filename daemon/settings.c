@@ -35,6 +35,9 @@ enum {
 	OPT_SYSCALL_MIN_US,
 	OPT_OFFCPU_MIN_US,
 	OPT_SAMPLE_HZ,
+	OPT_INTERFERENCE,
+	OPT_IRQ_MIN_US,
+	OPT_LOCK_MIN_US,
 	OPT_CPUS,
 	OPT_SNAPSHOT_DIR,
 	OPT_MAX_SNAPSHOTS,
@@ -71,6 +74,9 @@ static const struct key keys[] = {
 	{ "syscall_min_us", "syscall-min-us", OPT_SYSCALL_MIN_US, false },
 	{ "offcpu_min_us", "offcpu-min-us", OPT_OFFCPU_MIN_US, false },
 	{ "sample_hz", "sample-hz", OPT_SAMPLE_HZ, false },
+	{ "interference", "interference", OPT_INTERFERENCE, false },
+	{ "irq_min_us", "irq-min-us", OPT_IRQ_MIN_US, false },
+	{ "lock_min_us", "lock-min-us", OPT_LOCK_MIN_US, false },
 	{ "cpus", "cpus", OPT_CPUS, false },
 	{ "snapshot_dir", "snapshot-dir", OPT_SNAPSHOT_DIR, false },
 	{ "max_snapshots", "max-snapshots", OPT_MAX_SNAPSHOTS, false },
@@ -102,14 +108,21 @@ static const char usage_text[] =
 	"                         every syscall is counted in histograms)\n"
 	"  --offcpu-min-us N      record off-CPU intervals at or above N us, with stacks (default 200)\n"
 	"  --sample-hz N          on-CPU stack samples per second per CPU (default 99, 0 = off)\n"
+	"  --interference LIST    also capture irq (hard and soft interrupts on watched threads'\n"
+	"                         CPUs), reclaim (direct/memcg reclaim, compaction), faults\n"
+	"                         (page-fault counts), locks (kernel lock waits); 'all' or\n"
+	"                         'none' (default " HOSTPROF_DEFAULT_INTERFERENCE ")\n"
+	"  --irq-min-us N         record interrupts at or above N us (default 0: all)\n"
+	"  --lock-min-us N        record kernel lock waits at or above N us (default 0: all)\n"
 	"  --cpus LIST            also record every task on these CPUs, e.g. 0-3,8 (default none)\n"
 	"  --snapshot-dir DIR     automatic snapshots (default /var/lib/hostprof/snapshots)\n"
 	"  --max-snapshots N      automatic snapshots kept (default 100)\n"
 	"  --max-snapshot-mb N    MiB of automatic snapshots kept (default 1024)\n"
 	"  --snapshot-formats L   formats of automatic snapshots (default hps,perfetto,report)\n"
 	"  --trigger NAME:KIND:THREADS:THRESHOLD  (repeatable; 'none' for no trigger)\n"
-	"                         KIND: preempt, runq, offcpu, syscall (THRESHOLD a duration),\n"
-	"                         migrate (THRESHOLD moves within 1 s); default\n"
+	"                         KIND: preempt, runq, offcpu, syscall, reclaim, lock, irq\n"
+	"                         (THRESHOLD a duration), migrate (THRESHOLD moves within\n"
+	"                         1 s); default\n"
 	"                         acl_preempt:preempt:acl_thread:1ms\n"
 	"  --force-raw-tp         attach raw tracepoints even where tp_btf works\n"
 	"\n"
@@ -237,8 +250,58 @@ static bool parse_bool(const char *v, bool *ret)
 
 static const char *const kind_names[] = {
 	[TRIGGER_PREEMPT] = "preempt", [TRIGGER_RUNQ] = "runq",	      [TRIGGER_OFFCPU] = "offcpu",
-	[TRIGGER_SYSCALL] = "syscall", [TRIGGER_MIGRATE] = "migrate",
+	[TRIGGER_SYSCALL] = "syscall", [TRIGGER_MIGRATE] = "migrate", [TRIGGER_RECLAIM] = "reclaim",
+	[TRIGGER_LOCK] = "lock",       [TRIGGER_IRQ] = "irq",
 };
+
+static const char *const interference_names[] = { "irq", "reclaim", "faults", "locks" };
+
+int interference_parse(const char *v, unsigned *ret, char **bad)
+{
+	_cleanup_free_ char *copy = strdup(v);
+	unsigned mask = 0;
+	char *save = NULL;
+
+	if (!copy)
+		return -ENOMEM;
+	for (char *w = strtok_r(copy, ", ", &save); w; w = strtok_r(NULL, ", ", &save)) {
+		bool found = false;
+
+		if (!strcmp(w, "none"))
+			continue;
+		if (!strcmp(w, "all")) {
+			mask |= HP_INTF_IRQ | HP_INTF_RECLAIM | HP_INTF_FAULTS | HP_INTF_LOCKS;
+			continue;
+		}
+		for (size_t i = 0; i < ARRAY_SIZE(interference_names); i++)
+			if (!strcmp(w, interference_names[i])) {
+				mask |= 1u << i;
+				found = true;
+			}
+		if (!found) {
+			*bad = strdup(w);
+			return -EINVAL;
+		}
+	}
+	*ret = mask;
+	return 0;
+}
+
+const char *interference_text(unsigned mask, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	if (!len)
+		return buf;
+	buf[0] = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(interference_names); i++)
+		if (mask & (1u << i))
+			n += snprintf(buf + MIN(n, len - 1), len - MIN(n, len - 1), "%s%s", n ? "," : "",
+				      interference_names[i]);
+	if (!mask)
+		snprintf(buf, len, "none");
+	return buf;
+}
 
 const char *trigger_kind_name(enum trigger_kind kind)
 {
@@ -463,6 +526,19 @@ static int settings_set(struct settings *s, int opt, const char *v, const char *
 			return -EINVAL;
 		s->sample_hz = u;
 		return 0;
+	case OPT_INTERFERENCE: {
+		_cleanup_free_ char *bad = NULL;
+
+		*why = "must be a list of irq, reclaim, faults, locks, or all, or none";
+		return interference_parse(v, &s->interference, &bad);
+	}
+	case OPT_IRQ_MIN_US:
+	case OPT_LOCK_MIN_US:
+		*why = "must be a number of microseconds up to 60000000";
+		if (parse_uint(v, 60000000, &u) < 0)
+			return -EINVAL;
+		*(opt == OPT_IRQ_MIN_US ? &s->irq_min_ns : &s->lock_min_ns) = u * NSEC_PER_USEC;
+		return 0;
 	case OPT_CPUS:
 		*why = "must be a CPU list like 0-3,8 (CPUs below 1024)";
 		r = parse_cpu_list(v, s->cpus);
@@ -595,6 +671,12 @@ static int load_defaults(struct settings *s)
 		.offcpu_min_ns = 200 * NSEC_PER_USEC,
 		.sample_hz = 99,
 	};
+	{
+		_cleanup_free_ char *bad = NULL;
+
+		if (interference_parse(HOSTPROF_DEFAULT_INTERFERENCE, &s->interference, &bad) < 0)
+			return -EINVAL;
+	}
 	s->max_snapshots = 100;
 	s->max_snapshot_mb = 1024;
 	s->snapshot_formats = 1u << FMT_HPS | 1u << FMT_PERFETTO | 1u << FMT_REPORT;

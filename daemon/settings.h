@@ -10,8 +10,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hostprof.h"
+
 #define HOSTPROF_DEFAULT_CONFIG "/etc/hostprof/hostprofd.conf"
 #define HOSTPROF_MAX_TRIGGERS 16
+/* What --interference captures unless told otherwise: see README, "What is captured". */
+#define HOSTPROF_DEFAULT_INTERFERENCE "irq,reclaim,faults,locks"
 
 /* Trigger kinds (SPEC §6) */
 enum trigger_kind {
@@ -20,6 +24,9 @@ enum trigger_kind {
 	TRIGGER_OFFCPU,  /* blocked >= threshold */
 	TRIGGER_SYSCALL, /* one syscall >= threshold */
 	TRIGGER_MIGRATE, /* >= threshold moves to another CPU within 1 s */
+	TRIGGER_RECLAIM, /* one direct/memcg reclaim or compaction >= threshold */
+	TRIGGER_LOCK,    /* one kernel lock wait >= threshold */
+	TRIGGER_IRQ,     /* one hard or soft interrupt >= threshold on a watched thread's CPU */
 };
 
 struct trigger_def {
@@ -48,6 +55,9 @@ struct settings {
 	uint64_t syscall_min_ns;
 	uint64_t offcpu_min_ns;
 	uint32_t sample_hz;
+	unsigned interference; /* HP_INTF_* mask */
+	uint64_t irq_min_ns;
+	uint64_t lock_min_ns;
 	uint64_t cpus[16]; /* --cpus mask: bit i of cpus[i / 64]; HP_MAX_CPUS bits */
 	char *cpus_text;   /* as given, for status */
 	bool force_raw_tp;
@@ -66,6 +76,10 @@ struct settings {
 };
 
 const char *trigger_kind_name(enum trigger_kind kind);
+/* "irq,reclaim,faults,locks" (or "none", "all") into HP_INTF_*; *bad: the unknown word. */
+int interference_parse(const char *v, unsigned *ret, char **bad);
+/* The mask as that list, "none" for 0. */
+const char *interference_text(unsigned mask, char *buf, size_t len);
 
 /* Parse argv and the config file it names. Returns 0, 1 when --help/--version was
  * handled, or -errno with the reason already printed. */

@@ -279,6 +279,51 @@ void triggers_on_record(struct triggers *ts, struct recorder *rec, const struct 
 			m->window_start = h->ts;
 			break;
 		}
+		case TRIGGER_RECLAIM: {
+			const struct hp_reclaim *e = (const void *)h;
+			static const char *const what[] = { "?", "direct reclaim", "memcg reclaim", "compaction" };
+
+			if (h->type != HP_EV_RECLAIM || e->dur_ns < t->def.threshold)
+				break;
+			p = recorder_find_live(rec, e->pid);
+			if (!p || !name_matches(t, p, e->tid))
+				break;
+			fire(ts, i, p, e->tid, h->ts + e->dur_ns, 0, "", "%s (tid %u) spent %.1f ms in %s (order %d)",
+			     proc_rec_thread_name(p, e->tid), e->tid, e->dur_ns / 1e6, what[e->kind < 4 ? e->kind : 0],
+			     e->order);
+			break;
+		}
+		case TRIGGER_LOCK: {
+			const struct hp_lock *e = (const void *)h;
+
+			if (h->type != HP_EV_LOCK || e->dur_ns < t->def.threshold)
+				break;
+			p = recorder_find_live(rec, e->pid);
+			if (!p || !name_matches(t, p, e->tid))
+				break;
+			fire(ts, i, p, e->tid, h->ts + e->dur_ns, 0, "", "%s (tid %u) waited %.1f ms for kernel lock %s%#llx",
+			     proc_rec_thread_name(p, e->tid), e->tid, e->dur_ns / 1e6,
+			     e->flags & HP_LOCK_MMAP ? "mmap_lock " : "", (unsigned long long)e->lock);
+			break;
+		}
+		case TRIGGER_IRQ: {
+			const struct hp_irq *e = (const void *)h;
+			char name[HP_COMM_LEN + 1];
+
+			if (h->type != HP_EV_IRQ || !(e->flags & HP_IRQ_RUNNING) || e->dur_ns < t->def.threshold)
+				break;
+			p = recorder_find_live(rec, e->pid);
+			if (!p || !name_matches(t, p, e->tid))
+				break;
+			if (e->kind == HP_IRQ_SOFT)
+				snprintf(name, sizeof(name), "%s", hps_softirq_name(e->num));
+			else
+				snprintf(name, sizeof(name), "%.*s", HP_COMM_LEN, e->name);
+			fire(ts, i, p, e->tid, h->ts + e->dur_ns, 0, name, "%s (tid %u) lost %.1f ms of CPU %u to %s %s %u",
+			     proc_rec_thread_name(p, e->tid), e->tid, e->dur_ns / 1e6, e->hdr.cpu, name,
+			     e->kind == HP_IRQ_SOFT ? "softirq" : "IRQ", e->num);
+			break;
+		}
 		}
 	}
 }

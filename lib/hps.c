@@ -341,3 +341,36 @@ const char *hps_state_name(uint32_t state, char *buf, size_t len)
 	snprintf(buf, len, "0x%x", state);
 	return buf;
 }
+
+const char *hps_softirq_name(uint32_t vec)
+{
+	static const char *const names[] = { "HI",    "TIMER",   "NET_TX", "NET_RX",  "BLOCK",
+					     "IRQ_POLL", "TASKLET", "SCHED",  "HRTIMER", "RCU" };
+
+	return vec < ARRAY_SIZE(names) ? names[vec] : "?";
+}
+
+const char *hps_reclaim_kind_name(uint32_t kind)
+{
+	static const char *const names[] = { "?", "direct reclaim", "memcg reclaim", "compaction" };
+
+	return kind < ARRAY_SIZE(names) ? names[kind] : "?";
+}
+
+const char *hps_lock_kind_name(uint32_t flags)
+{
+	/* LCB_F_*: SPIN 1, READ 2, WRITE 4, RT 8, PERCPU 0x10, MUTEX 0x20 */
+	if (flags & 0x20)
+		return (flags & 0x8) ? "rt_mutex" : "mutex";
+	if (flags & 0x10)
+		return (flags & 0x4) ? "percpu rwsem write" : "percpu rwsem read";
+	if (flags & 0x4)
+		return (flags & 0x1) ? "rwlock write" : "rwsem write";
+	if (flags & 0x2)
+		return (flags & 0x1) ? "rwlock read" : "rwsem read";
+	if (flags & 0x8)
+		return "rt_mutex";
+	if (flags & 0x1)
+		return "spinlock";
+	return "lock";
+}

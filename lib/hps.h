@@ -36,6 +36,13 @@ int hps_switch_times(const Hostprof__Snapshot *snap, uint64_t **ret_ts);
 /* "R", "R+", "S", "D", "I"...: a prev_state value as ps and the tracepoint print it; others as 0x.. in buf. */
 const char *hps_state_name(uint32_t state, char *buf, size_t len);
 
+/* "NET_RX", "TIMER"...: a softirq vector's name as the kernel prints it; "?" past the known ones. */
+const char *hps_softirq_name(uint32_t vec);
+/* "direct reclaim", "memcg reclaim", "compaction" for ReclaimTable.kind. */
+const char *hps_reclaim_kind_name(uint32_t kind);
+/* "mutex", "rwsem write", "spinlock"...: LockTable.flags as a kind of lock. */
+const char *hps_lock_kind_name(uint32_t flags);
+
 /* String table lookup that never goes out of range. */
 static inline const char *hps_str(const Hostprof__Snapshot *snap, uint32_t idx)
 {
