@@ -58,8 +58,11 @@ struct hp_glob globs[HP_MAX_GLOBS];
 __u32 nr_globs;
 __u64 syscall_min_ns = 200 * 1000;
 __u64 offcpu_min_ns = 200 * 1000;
+__u64 irq_min_ns = 0;
+__u64 lock_min_ns = 0;
 __u64 cpus_mask[HP_MAX_CPUS / 64];
 __u32 cpus_any; /* some bit of cpus_mask is set */
+__u32 intf_mask; /* HP_INTF_*: what --interference captures (its programs are attached too) */
 /*
  * A filter in front of the `watched` hash: watch_filter[tgid & mask] is non-zero for
  * every watched tgid (and for the tgids that share its slot). Every hook of the machine
@@ -123,6 +126,14 @@ struct task {
 	__u32 flags;
 	__u32 off_cpu; /* where it was switched out */
 	char waker_comm[HP_COMM_LEN];
+	/* page faults since flt_since (0: the counters are not based yet) */
+	__u64 flt_since;
+	__u32 flt_min0; /* task->min_flt at flt_since (low 32 bits: deltas wrap safely) */
+	__u32 flt_maj0;
+	__u32 flt_faults;
+	__u32 flt_write;
+	__u32 flt_exec;
+	__u32 flt_prot;
 };
 
 struct {
@@ -163,10 +174,13 @@ struct {
 } scratch SEC(".maps");
 
 /* Per CPU: watched threads preempted on it and waiting to run again, and the process of
- * the latest one. While waiting > 0, every switch on the CPU is recorded. */
+ * the latest one. While waiting > 0, every switch on the CPU is recorded. And the watched
+ * thread running on it (run_tid 0: none), for the interrupts that steal its time. */
 struct victim {
 	__u32 waiting;
 	__u32 pid;
+	__u32 run_tid;
+	__u32 run_pid;
 };
 
 struct {
@@ -175,6 +189,42 @@ struct {
 	__type(key, __u32);
 	__type(value, struct victim);
 } victims SEC(".maps");
+
+/* Per CPU: the interrupt running now, entered while a watched thread ran or waited here. */
+struct irq_cpu {
+	__u64 hard_ts; /* 0: none */
+	__u64 soft_ts;
+	__u32 hard_tid, hard_pid, hard_flags;
+	__u32 soft_tid, soft_pid, soft_flags;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct irq_cpu);
+} irq_state SEC(".maps");
+
+/* Waits in progress inside a watched thread (key: tid), kept only while one is. */
+struct wait {
+	__u64 reclaim_ts; /* 0: not in reclaim */
+	__u64 compact_ts;
+	__u64 lock_ts;
+	__u64 lock;
+	__u32 reclaim_kind;
+	__s32 reclaim_order;
+	__u32 reclaim_gfp;
+	__s32 compact_order;
+	__u32 lock_flags;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct wait);
+} waits SEC(".maps");
 
 /* A watched thread that waited on off_cpu runs again, or exits. */
 static __always_inline void victim_done(struct task *t)
@@ -380,6 +430,55 @@ static __always_inline struct task *task_get(__u32 tid, bool create)
 	return bpf_map_lookup_elem(&tasks, &tid);
 }
 
+#define FLT_PERIOD_NS (10 * 1000 * 1000ULL) /* a faulting thread's counts go out at most this often */
+
+/* The fault counters of a thread start counting now. */
+static __always_inline void faults_base(struct task_struct *p, struct task *t, __u64 now, bool btf)
+{
+	t->flt_since = now;
+	t->flt_min0 = TASK_READ(btf, p, min_flt);
+	t->flt_maj0 = TASK_READ(btf, p, maj_flt);
+	t->flt_faults = t->flt_write = t->flt_exec = t->flt_prot = 0;
+}
+
+/*
+ * Emit the page faults of thread p since flt_since: when `force` (it blocks or exits: the
+ * period ends here) or once FLT_PERIOD_NS has passed. p is the current task, or one whose
+ * counters only it changes.
+ */
+static __always_inline void faults_flush(struct task_struct *p, struct task *t, __u32 tid, __u32 pid, __u64 now,
+					 bool force, bool btf)
+{
+	struct hp_faults *e;
+	__u32 minor, major;
+	void *ring;
+
+	if (!t->flt_since) {
+		faults_base(p, t, now, btf);
+		return;
+	}
+	if (!force && now - t->flt_since < FLT_PERIOD_NS)
+		return;
+	minor = (__u32)TASK_READ(btf, p, min_flt) - t->flt_min0;
+	major = (__u32)TASK_READ(btf, p, maj_flt) - t->flt_maj0;
+	if (minor || major || t->flt_faults) {
+		e = ring_reserve(&ring, sizeof(*e), HP_EV_FAULTS, t->flt_since);
+		if (e) {
+			e->dur_ns = now - t->flt_since;
+			e->tid = tid;
+			e->pid = pid;
+			e->faults = t->flt_faults;
+			e->write = t->flt_write;
+			e->exec = t->flt_exec;
+			e->prot = t->flt_prot;
+			e->minor = minor;
+			e->major = major;
+			ring_submit(ring, e);
+		}
+	}
+	faults_base(p, t, now, btf);
+}
+
 /*
  * An off-CPU interval of next just ended (it was blocked at least offcpu_min_ns):
  * emit it with next's kernel stack, read now with bpf_get_task_stack (tp_btf only;
@@ -445,6 +544,8 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 		flags |= HP_SW_NEXT_WATCHED;
 	v = bpf_map_lookup_elem(&victims, &cpu);
 	if (!flags) {
+		if (v && v->run_tid) /* it ran here but is no longer watched */
+			v->run_tid = v->run_pid = 0;
 		if (v && v->waiting) {
 			flags |= HP_SW_VICTIM_CPU;
 			victim_pid = v->pid;
@@ -457,8 +558,14 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 
 	now = bpf_ktime_get_boot_ns();
 	state = report_state(preempt, prev, btf);
+	if (v && (flags & (HP_SW_PREV_WATCHED | HP_SW_NEXT_WATCHED))) {
+		v->run_tid = flags & HP_SW_NEXT_WATCHED ? next_tid : 0;
+		v->run_pid = flags & HP_SW_NEXT_WATCHED ? next_pid : 0;
+	}
 	if (flags & HP_SW_PREV_WATCHED) {
 		t = task_get(prev_tid, true);
+		if (t && (intf_mask & HP_INTF_FAULTS))
+			faults_flush(prev, t, prev_tid, prev_pid, now, !HP_STATE_RUNNABLE(state), btf);
 		if (t) {
 			t->off_ts = now;
 			t->off_state = state;
@@ -679,9 +786,13 @@ static __always_inline int on_exit(struct task_struct *task)
 	if (!is_watched(pid))
 		return 0;
 	t = task_get(tid, false);
-	if (t)
+	if (t) {
 		victim_done(t);
+		if (intf_mask & HP_INTF_FAULTS)
+			faults_flush(task, t, tid, pid, bpf_ktime_get_boot_ns(), true, false);
+	}
 	bpf_map_delete_elem(&tasks, &tid);
+	bpf_map_delete_elem(&waits, &tid);
 	e = ring_reserve(&ring, sizeof(*e), HP_EV_EXIT, bpf_ktime_get_boot_ns());
 	if (!e)
 		return 0;
@@ -832,6 +943,13 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 
 	if (!tid || !is_watched(pid))
 		return 0;
+	if (intf_mask & HP_INTF_FAULTS) {
+		struct task *t = task_get(tid, false);
+
+		if (t)
+			faults_flush((struct task_struct *)bpf_get_current_task(), t, tid, pid,
+				     bpf_ktime_get_boot_ns(), false, false);
+	}
 	e = scratch_get(&s);
 	if (!e)
 		return 0;
@@ -855,6 +973,345 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	scratch_put(s);
 	return 0;
 }
+
+
+/*
+ * Interference beyond the scheduler (--interference). Each group is attached only while
+ * it is asked for and some process is watched; each returns after a byte or two of
+ * state for everything else.
+ */
+
+/* Hard and soft interrupts on a CPU where a watched thread runs (its time is stolen) or
+ * waits preempted (its return is delayed). Hard IRQs do not nest; a hard IRQ may run
+ * inside a softirq, hence a slot each. */
+static __always_inline bool irq_context(__u32 *tid, __u32 *pid, __u32 *flags)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct victim *v = bpf_map_lookup_elem(&victims, &cpu);
+
+	if (!v)
+		return false;
+	if (v->run_tid) {
+		*tid = v->run_tid;
+		*pid = v->run_pid;
+		*flags = HP_IRQ_RUNNING | (v->waiting ? HP_IRQ_WAITING : 0);
+		return true;
+	}
+	if (v->waiting) {
+		*tid = 0;
+		*pid = v->pid;
+		*flags = HP_IRQ_WAITING;
+		return true;
+	}
+	return false;
+}
+
+static __always_inline struct irq_cpu *irq_cpu(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&irq_state, &zero);
+}
+
+static __always_inline void emit_irq(__u64 ts, __u16 kind, __u32 num, __u32 tid, __u32 pid, __u32 flags,
+				     const char *name)
+{
+	__u64 now = bpf_ktime_get_boot_ns();
+	struct hp_irq *e;
+	void *ring;
+
+	if (now - ts < irq_min_ns)
+		return;
+	e = ring_reserve(&ring, sizeof(*e), HP_EV_IRQ, ts);
+	if (!e)
+		return;
+	e->dur_ns = now - ts;
+	e->tid = tid;
+	e->pid = pid;
+	e->kind = kind;
+	e->flags = flags;
+	e->num = num;
+	__builtin_memset(e->name, 0, sizeof(e->name));
+	if (name)
+		bpf_probe_read_kernel_str(e->name, sizeof(e->name), name);
+	ring_submit(ring, e);
+}
+
+static __always_inline int on_irq_entry(void)
+{
+	__u32 tid, pid, flags;
+	struct irq_cpu *s;
+
+	if (!irq_context(&tid, &pid, &flags))
+		return 0;
+	s = irq_cpu();
+	if (!s)
+		return 0;
+	s->hard_ts = bpf_ktime_get_boot_ns();
+	s->hard_tid = tid;
+	s->hard_pid = pid;
+	s->hard_flags = flags;
+	return 0;
+}
+
+static __always_inline int on_irq_exit(int irq, struct irqaction *action)
+{
+	struct irq_cpu *s = irq_cpu();
+	__u64 ts;
+
+	if (!s || !s->hard_ts)
+		return 0;
+	ts = s->hard_ts;
+	s->hard_ts = 0;
+	emit_irq(ts, HP_IRQ_HARD, irq, s->hard_tid, s->hard_pid, s->hard_flags, BPF_CORE_READ(action, name));
+	return 0;
+}
+
+static __always_inline int on_softirq_entry(void)
+{
+	__u32 tid, pid, flags;
+	struct irq_cpu *s;
+
+	if (!irq_context(&tid, &pid, &flags))
+		return 0;
+	s = irq_cpu();
+	if (!s)
+		return 0;
+	s->soft_ts = bpf_ktime_get_boot_ns();
+	s->soft_tid = tid;
+	s->soft_pid = pid;
+	s->soft_flags = flags;
+	return 0;
+}
+
+static __always_inline int on_softirq_exit(unsigned int vec)
+{
+	struct irq_cpu *s = irq_cpu();
+	__u64 ts;
+
+	if (!s || !s->soft_ts)
+		return 0;
+	ts = s->soft_ts;
+	s->soft_ts = 0;
+	emit_irq(ts, HP_IRQ_SOFT, vec, s->soft_tid, s->soft_pid, s->soft_flags, NULL);
+	return 0;
+}
+
+/* The wait state of the current thread, if it belongs to a watched process. */
+static __always_inline struct wait *wait_get(__u32 *ret_tid, __u32 *ret_pid, bool create)
+{
+	__u64 cur = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)cur, pid = cur >> 32;
+	struct wait *w;
+
+	if (!is_watched(pid))
+		return NULL;
+	*ret_tid = tid;
+	*ret_pid = pid;
+	w = bpf_map_lookup_elem(&waits, &tid);
+	if (w || !create)
+		return w;
+	if (bpf_map_update_elem(&waits, &tid, &(struct wait){}, BPF_NOEXIST) && !bpf_map_lookup_elem(&waits, &tid)) {
+		stat_inc(HP_STAT_WAIT_FULL);
+		return NULL;
+	}
+	return bpf_map_lookup_elem(&waits, &tid);
+}
+
+/* A wait ended: forget the state once nothing is in progress. */
+static __always_inline void wait_put(struct wait *w, __u32 tid)
+{
+	if (!w->reclaim_ts && !w->compact_ts && !w->lock_ts)
+		bpf_map_delete_elem(&waits, &tid);
+}
+
+static __always_inline void emit_reclaim(__u64 ts, __u32 tid, __u32 pid, __u32 kind, __s32 order, __u32 gfp,
+					 __s64 result)
+{
+	struct hp_reclaim *e;
+	void *ring;
+
+	e = ring_reserve(&ring, sizeof(*e), HP_EV_RECLAIM, ts);
+	if (!e)
+		return;
+	e->dur_ns = bpf_ktime_get_boot_ns() - ts;
+	e->tid = tid;
+	e->pid = pid;
+	e->kind = kind;
+	e->order = order;
+	e->gfp = gfp;
+	e->pad = 0;
+	e->result = result;
+	ring_submit(ring, e);
+}
+
+static __always_inline int on_reclaim_begin(__u32 kind, int order, gfp_t gfp)
+{
+	__u32 tid, pid;
+	struct wait *w = wait_get(&tid, &pid, true);
+
+	if (!w)
+		return 0;
+	w->reclaim_ts = bpf_ktime_get_boot_ns();
+	w->reclaim_kind = kind;
+	w->reclaim_order = order;
+	w->reclaim_gfp = gfp;
+	return 0;
+}
+
+static __always_inline int on_reclaim_end(__u32 kind, unsigned long reclaimed)
+{
+	__u32 tid, pid;
+	struct wait *w = wait_get(&tid, &pid, false);
+
+	if (!w || !w->reclaim_ts || w->reclaim_kind != kind)
+		return 0;
+	emit_reclaim(w->reclaim_ts, tid, pid, kind, w->reclaim_order, w->reclaim_gfp, reclaimed);
+	w->reclaim_ts = 0;
+	wait_put(w, tid);
+	return 0;
+}
+
+static __always_inline int on_compaction_begin(struct compact_control *cc)
+{
+	__u32 tid, pid;
+	struct wait *w = wait_get(&tid, &pid, true);
+
+	if (!w)
+		return 0;
+	w->compact_ts = bpf_ktime_get_boot_ns();
+	w->compact_order = BPF_CORE_READ(cc, order);
+	return 0;
+}
+
+static __always_inline int on_compaction_end(int status)
+{
+	__u32 tid, pid;
+	struct wait *w = wait_get(&tid, &pid, false);
+
+	if (!w || !w->compact_ts)
+		return 0;
+	emit_reclaim(w->compact_ts, tid, pid, HP_RECLAIM_COMPACT, w->compact_order, 0, status);
+	w->compact_ts = 0;
+	wait_put(w, tid);
+	return 0;
+}
+
+/* User page faults of watched threads (x86: exceptions:page_fault_user). */
+static __always_inline int on_page_fault(unsigned long error_code)
+{
+	__u64 cur = bpf_get_current_pid_tgid(), now;
+	__u32 tid = (__u32)cur, pid = cur >> 32;
+	struct task *t;
+
+	if (!is_watched(pid))
+		return 0;
+	t = task_get(tid, true);
+	if (!t)
+		return 0;
+	now = bpf_ktime_get_boot_ns();
+	if (!t->flt_since)
+		faults_base((struct task_struct *)bpf_get_current_task(), t, now, false);
+	t->flt_faults++;
+	if (error_code & 0x1) /* X86_PF_PROT */
+		t->flt_prot++;
+	if (error_code & 0x2) /* X86_PF_WRITE */
+		t->flt_write++;
+	if (error_code & 0x10) /* X86_PF_INSTR */
+		t->flt_exec++;
+	if (now - t->flt_since >= FLT_PERIOD_NS)
+		faults_flush((struct task_struct *)bpf_get_current_task(), t, tid, pid, now, false, false);
+	return 0;
+}
+
+/*
+ * Kernel lock contention inside watched threads. One wait may report several begins
+ * (a mutex: optimistic spin, then sleep) and nest other locks' waits (an rwsem's
+ * wait_lock): the first begin of a lock opens the wait, its end closes it, and the
+ * waits of other locks inside it are not separate records. Contention inside an
+ * interrupt on the thread's CPU is the interrupt's, not the thread's: skipped while
+ * the irq programs see one running here.
+ */
+static __always_inline bool in_irq_here(void)
+{
+	struct irq_cpu *s;
+
+	if (!(intf_mask & HP_INTF_IRQ))
+		return false;
+	s = irq_cpu();
+	return s && (s->hard_ts || s->soft_ts);
+}
+
+static __always_inline int on_contention_begin(void *lock, unsigned int flags)
+{
+	__u32 tid, pid;
+	struct wait *w;
+
+	if (in_irq_here())
+		return 0;
+	w = wait_get(&tid, &pid, true);
+	if (!w)
+		return 0;
+	if (w->lock_ts) {
+		if (w->lock == (__u64)lock)
+			w->lock_flags |= flags;
+		return 0;
+	}
+	w->lock_ts = bpf_ktime_get_boot_ns();
+	w->lock = (__u64)lock;
+	w->lock_flags = flags;
+	return 0;
+}
+
+static __always_inline int on_contention_end(void *ctx, void *lock, int ret)
+{
+	struct task_struct *task;
+	struct hp_lock *e;
+	struct scratch *s;
+	__u32 tid, pid, size;
+	struct wait *w;
+	__u64 dur, mm;
+
+	w = wait_get(&tid, &pid, false);
+	if (!w || !w->lock_ts || w->lock != (__u64)lock)
+		return 0;
+	dur = bpf_ktime_get_boot_ns() - w->lock_ts;
+	if (dur < lock_min_ns)
+		goto done;
+	e = scratch_get(&s);
+	if (!e)
+		goto done;
+	fill_hdr(&e->hdr, HP_EV_LOCK, 0, w->lock_ts);
+	e->dur_ns = dur;
+	e->lock = w->lock;
+	e->tid = tid;
+	e->pid = pid;
+	e->flags = w->lock_flags;
+	task = (struct task_struct *)bpf_get_current_task();
+	mm = (__u64)BPF_CORE_READ(task, mm);
+	if (mm && e->lock == mm + bpf_core_field_offset(struct mm_struct, mmap_lock))
+		e->flags |= HP_LOCK_MMAP;
+	e->ret = ret;
+	e->kstack_len = 0;
+	e->pad16 = 0;
+	e->stack_flags = 0;
+	if (dur >= offcpu_min_ns) {
+		long r = bpf_get_stack(ctx, e->frames, HP_MAX_STACK * sizeof(__u64), 0);
+
+		e->kstack_len = stack_frames(r, &e->stack_flags, HP_STACK_KTRUNC, HP_STACK_KFAIL);
+	}
+	size = sizeof(*e) + (e->kstack_len & (HP_MAX_STACK - 1)) * sizeof(__u64);
+	if (e->kstack_len == HP_MAX_STACK)
+		size = sizeof(*e) + HP_MAX_STACK * sizeof(__u64);
+	e->hdr.size = size;
+	ring_output(e, size);
+	scratch_put(s);
+done:
+	w->lock_ts = 0;
+	wait_put(w, tid);
+	return 0;
+}
+
 
 /*
  * Each hook twice: tp_btf where the kernel has BTF for the tracepoint, raw_tp otherwise.
@@ -979,4 +1436,161 @@ SEC("raw_tp/sys_exit")
 int BPF_PROG(raw_tp_sys_exit, struct pt_regs *regs, long ret)
 {
 	return on_sys_exit(ctx, regs, ret);
+}
+
+/* --interference hooks, attached on demand (capture_set_interference). */
+SEC("tp_btf/irq_handler_entry")
+int BPF_PROG(tp_btf_irq_handler_entry, int irq, struct irqaction *action)
+{
+	return on_irq_entry();
+}
+
+SEC("raw_tp/irq_handler_entry")
+int BPF_PROG(raw_tp_irq_handler_entry, int irq, struct irqaction *action)
+{
+	return on_irq_entry();
+}
+
+SEC("tp_btf/irq_handler_exit")
+int BPF_PROG(tp_btf_irq_handler_exit, int irq, struct irqaction *action, int ret)
+{
+	return on_irq_exit(irq, action);
+}
+
+SEC("raw_tp/irq_handler_exit")
+int BPF_PROG(raw_tp_irq_handler_exit, int irq, struct irqaction *action, int ret)
+{
+	return on_irq_exit(irq, action);
+}
+
+SEC("tp_btf/softirq_entry")
+int BPF_PROG(tp_btf_softirq_entry, unsigned int vec)
+{
+	return on_softirq_entry();
+}
+
+SEC("raw_tp/softirq_entry")
+int BPF_PROG(raw_tp_softirq_entry, unsigned int vec)
+{
+	return on_softirq_entry();
+}
+
+SEC("tp_btf/softirq_exit")
+int BPF_PROG(tp_btf_softirq_exit, unsigned int vec)
+{
+	return on_softirq_exit(vec);
+}
+
+SEC("raw_tp/softirq_exit")
+int BPF_PROG(raw_tp_softirq_exit, unsigned int vec)
+{
+	return on_softirq_exit(vec);
+}
+
+SEC("tp_btf/mm_vmscan_direct_reclaim_begin")
+int BPF_PROG(tp_btf_mm_vmscan_direct_reclaim_begin, int order, gfp_t gfp)
+{
+	return on_reclaim_begin(HP_RECLAIM_DIRECT, order, gfp);
+}
+
+SEC("raw_tp/mm_vmscan_direct_reclaim_begin")
+int BPF_PROG(raw_tp_mm_vmscan_direct_reclaim_begin, int order, gfp_t gfp)
+{
+	return on_reclaim_begin(HP_RECLAIM_DIRECT, order, gfp);
+}
+
+SEC("tp_btf/mm_vmscan_direct_reclaim_end")
+int BPF_PROG(tp_btf_mm_vmscan_direct_reclaim_end, unsigned long reclaimed)
+{
+	return on_reclaim_end(HP_RECLAIM_DIRECT, reclaimed);
+}
+
+SEC("raw_tp/mm_vmscan_direct_reclaim_end")
+int BPF_PROG(raw_tp_mm_vmscan_direct_reclaim_end, unsigned long reclaimed)
+{
+	return on_reclaim_end(HP_RECLAIM_DIRECT, reclaimed);
+}
+
+SEC("tp_btf/mm_vmscan_memcg_reclaim_begin")
+int BPF_PROG(tp_btf_mm_vmscan_memcg_reclaim_begin, int order, gfp_t gfp)
+{
+	return on_reclaim_begin(HP_RECLAIM_MEMCG, order, gfp);
+}
+
+SEC("raw_tp/mm_vmscan_memcg_reclaim_begin")
+int BPF_PROG(raw_tp_mm_vmscan_memcg_reclaim_begin, int order, gfp_t gfp)
+{
+	return on_reclaim_begin(HP_RECLAIM_MEMCG, order, gfp);
+}
+
+SEC("tp_btf/mm_vmscan_memcg_reclaim_end")
+int BPF_PROG(tp_btf_mm_vmscan_memcg_reclaim_end, unsigned long reclaimed)
+{
+	return on_reclaim_end(HP_RECLAIM_MEMCG, reclaimed);
+}
+
+SEC("raw_tp/mm_vmscan_memcg_reclaim_end")
+int BPF_PROG(raw_tp_mm_vmscan_memcg_reclaim_end, unsigned long reclaimed)
+{
+	return on_reclaim_end(HP_RECLAIM_MEMCG, reclaimed);
+}
+
+SEC("tp_btf/mm_compaction_begin")
+int BPF_PROG(tp_btf_mm_compaction_begin, struct compact_control *cc, unsigned long zone_start, unsigned long zone_end, bool sync)
+{
+	return on_compaction_begin(cc);
+}
+
+SEC("raw_tp/mm_compaction_begin")
+int BPF_PROG(raw_tp_mm_compaction_begin, struct compact_control *cc, unsigned long zone_start, unsigned long zone_end, bool sync)
+{
+	return on_compaction_begin(cc);
+}
+
+SEC("tp_btf/mm_compaction_end")
+int BPF_PROG(tp_btf_mm_compaction_end, struct compact_control *cc, unsigned long zone_start, unsigned long zone_end, bool sync, int status)
+{
+	return on_compaction_end(status);
+}
+
+SEC("raw_tp/mm_compaction_end")
+int BPF_PROG(raw_tp_mm_compaction_end, struct compact_control *cc, unsigned long zone_start, unsigned long zone_end, bool sync, int status)
+{
+	return on_compaction_end(status);
+}
+
+SEC("tp_btf/page_fault_user")
+int BPF_PROG(tp_btf_page_fault_user, unsigned long address, struct pt_regs *regs, unsigned long error_code)
+{
+	return on_page_fault(error_code);
+}
+
+SEC("raw_tp/page_fault_user")
+int BPF_PROG(raw_tp_page_fault_user, unsigned long address, struct pt_regs *regs, unsigned long error_code)
+{
+	return on_page_fault(error_code);
+}
+
+SEC("tp_btf/contention_begin")
+int BPF_PROG(tp_btf_contention_begin, void *lock, unsigned int flags)
+{
+	return on_contention_begin(lock, flags);
+}
+
+SEC("raw_tp/contention_begin")
+int BPF_PROG(raw_tp_contention_begin, void *lock, unsigned int flags)
+{
+	return on_contention_begin(lock, flags);
+}
+
+SEC("tp_btf/contention_end")
+int BPF_PROG(tp_btf_contention_end, void *lock, int ret)
+{
+	return on_contention_end(ctx, lock, ret);
+}
+
+SEC("raw_tp/contention_end")
+int BPF_PROG(raw_tp_contention_end, void *lock, int ret)
+{
+	return on_contention_end(ctx, lock, ret);
 }

@@ -255,6 +255,8 @@ static void print_status_json(const Hostprof__Status *st)
 	jsonw_uint_field(j, "memory_bytes", st->memory_bytes);
 	jsonw_uint_field(j, "memory_limit", st->memory_limit);
 	jsonw_uint_field(j, "rss_bytes", st->rss_bytes);
+	jsonw_string_field(j, "interference", st->interference ? st->interference : "");
+	jsonw_string_field(j, "interference_missing", st->interference_missing ? st->interference_missing : "");
 	jsonw_name(j, "watch_threads");
 	jsonw_begin_array(j);
 	for (size_t i = 0; i < st->n_watch_threads; i++)
@@ -293,6 +295,9 @@ static void print_status_text(const Hostprof__Status *st)
 	       human_uptime(st->uptime_ns, a, sizeof(a)));
 	printf("capture:   %u CPUs, %u KiB ring per CPU, %" PRIu64 " events, %.0f events/s\n", st->ncpus,
 	       st->ring_kb, st->events, st->events_per_sec);
+	printf("interference: %s%s%s\n", st->interference ? st->interference : "?",
+	       st->interference_missing && strcmp(st->interference_missing, "none") ? "; kernel lacks " : "",
+	       st->interference_missing && strcmp(st->interference_missing, "none") ? st->interference_missing : "");
 	printf("memory:    %s recorded of %s, daemon RSS %s\n", human_bytes(st->memory_bytes, a, sizeof(a)),
 	       human_bytes(st->memory_limit, b, sizeof(b)), human_bytes(st->rss_bytes, c, sizeof(c)));
 	printf("drops:    ");

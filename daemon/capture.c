@@ -31,6 +31,32 @@ struct capture {
 	struct bpf_link **sample_links; /* per CPU */
 	int *sample_fds;
 	uint32_t sample_hz;
+	bool active;            /* some process is watched: the on-demand hooks are attached */
+	unsigned intf_wanted;   /* HP_INTF_*: --interference */
+	unsigned intf_attached; /* groups with at least one program attached */
+	unsigned intf_missing;  /* groups with a tracepoint this kernel lacks */
+	struct bpf_link *intf_links[];
+};
+
+/* The --interference hooks: tracepoint and group. */
+static const struct intf_tp {
+	const char *tp;
+	unsigned group;
+} intf_tps[] = {
+	{ "irq_handler_entry", HP_INTF_IRQ },
+	{ "irq_handler_exit", HP_INTF_IRQ },
+	{ "softirq_entry", HP_INTF_IRQ },
+	{ "softirq_exit", HP_INTF_IRQ },
+	{ "mm_vmscan_direct_reclaim_begin", HP_INTF_RECLAIM },
+	{ "mm_vmscan_direct_reclaim_end", HP_INTF_RECLAIM },
+	{ "mm_vmscan_memcg_reclaim_begin", HP_INTF_RECLAIM },
+	{ "mm_vmscan_memcg_reclaim_end", HP_INTF_RECLAIM },
+	{ "mm_compaction_begin", HP_INTF_RECLAIM },
+	{ "mm_compaction_end", HP_INTF_RECLAIM },
+	/* x86 only; elsewhere the fault counts come from the task's counters alone */
+	{ "page_fault_user", HP_INTF_FAULTS },
+	{ "contention_begin", HP_INTF_LOCKS },
+	{ "contention_end", HP_INTF_LOCKS },
 };
 
 /* The size of each record type; records with frames are at least this long. */
@@ -41,6 +67,8 @@ static const uint16_t record_size[HP_EV_MAX] = {
 	[HP_EV_MIGRATE] = sizeof(struct hp_migrate), [HP_EV_SYSCALL] = sizeof(struct hp_syscall),
 	[HP_EV_OFFCPU] = sizeof(struct hp_offcpu),   [HP_EV_SAMPLE] = sizeof(struct hp_sample),
 	[HP_EV_USTACK] = sizeof(struct hp_ustack),   [HP_EV_EXEC] = sizeof(struct hp_exec),
+	[HP_EV_IRQ] = sizeof(struct hp_irq),         [HP_EV_RECLAIM] = sizeof(struct hp_reclaim),
+	[HP_EV_FAULTS] = sizeof(struct hp_faults),   [HP_EV_LOCK] = sizeof(struct hp_lock),
 };
 
 /* Frames a record says it carries must fit in it. */
@@ -64,6 +92,9 @@ static bool frames_fit(const struct hp_hdr *hdr, size_t size)
 	case HP_EV_USTACK:
 		frames = ((const struct hp_ustack *)hdr)->ustack_len;
 		break;
+	case HP_EV_LOCK:
+		frames = ((const struct hp_lock *)hdr)->kstack_len;
+		break;
 	default:
 		return size == base;
 	}
@@ -85,28 +116,46 @@ static int on_sample(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+static bool btf_has_tp(const struct btf *vmlinux, const char *tp)
+{
+	char name[128];
+
+	snprintf(name, sizeof(name), "btf_trace_%s", tp);
+	return vmlinux && btf__find_by_name_kind(vmlinux, name, BTF_KIND_TYPEDEF) >= 0;
+}
+
 static bool kernel_has_tp_btf(const char *tp)
 {
 	struct btf *vmlinux = btf__load_vmlinux_btf();
-	char name[128];
-	bool found;
+	bool found = btf_has_tp(vmlinux, tp);
 
-	if (!vmlinux)
-		return false;
-	snprintf(name, sizeof(name), "btf_trace_%s", tp);
-	found = btf__find_by_name_kind(vmlinux, name, BTF_KIND_TYPEDEF) >= 0;
 	btf__free(vmlinux);
 	return found;
+}
+
+static const struct intf_tp *intf_tp_of(const char *prog_name)
+{
+	const char *tp;
+
+	if (strncmp(prog_name, "tp_btf_", 7) && strncmp(prog_name, "raw_tp_", 7))
+		return NULL;
+	tp = prog_name + 7; /* both prefixes are 7 characters */
+	for (size_t i = 0; i < ARRAY_SIZE(intf_tps); i++)
+		if (!strcmp(tp, intf_tps[i].tp))
+			return &intf_tps[i];
+	return NULL;
 }
 
 /* Of each tp_btf_X / raw_tp_X pair keep the one this kernel should run. */
 static void choose_attach_kind(struct capture *c)
 {
+	struct btf *vmlinux = c->raw_tp ? NULL : btf__load_vmlinux_btf();
 	struct bpf_program *prog;
 
 	bpf_object__for_each_program(prog, c->skel->obj)
 	{
 		const char *name = bpf_program__name(prog);
+		const struct intf_tp *it;
 
 		if (!strncmp(name, "tp_btf_", 7))
 			bpf_program__set_autoload(prog, !c->raw_tp);
@@ -115,8 +164,75 @@ static void choose_attach_kind(struct capture *c)
 		/* the syscall hooks slow every syscall of the machine: attached on demand */
 		if (strstr(name, "_sys_enter") || strstr(name, "_sys_exit"))
 			bpf_program__set_autoattach(prog, false);
+		it = intf_tp_of(name);
+		if (it) {
+			bpf_program__set_autoattach(prog, false);
+			/* a tp_btf program for a tracepoint the kernel lacks does not load;
+			 * a raw_tp one loads and fails at attach, which is counted there */
+			if (!c->raw_tp && !strncmp(name, "tp_btf_", 7) && !btf_has_tp(vmlinux, it->tp)) {
+				bpf_program__set_autoload(prog, false);
+				c->intf_missing |= it->group & ~HP_INTF_FAULTS; /* counts still come */
+			}
+		}
 	}
 	bpf_program__set_autoattach(c->skel->progs.on_cpu_sample, false);
+	btf__free(vmlinux);
+}
+
+static struct bpf_program *intf_prog(struct capture *c, size_t i)
+{
+	char name[128];
+
+	snprintf(name, sizeof(name), "%s_%s", c->raw_tp ? "raw_tp" : "tp_btf", intf_tps[i].tp);
+	return bpf_object__find_program_by_name(c->skel->obj, name);
+}
+
+/* Attach the programs of the groups in mask, detach the others. */
+static void intf_apply(struct capture *c, unsigned mask)
+{
+	unsigned attached = 0;
+
+	for (size_t i = 0; i < ARRAY_SIZE(intf_tps); i++) {
+		struct bpf_program *prog = intf_prog(c, i);
+		bool want = mask & intf_tps[i].group;
+
+		if (!want || !prog || !bpf_program__autoload(prog)) {
+			bpf_link__destroy(c->intf_links[i]);
+			c->intf_links[i] = NULL;
+			continue;
+		}
+		if (!c->intf_links[i]) {
+			c->intf_links[i] = bpf_program__attach(prog);
+			if (!c->intf_links[i]) {
+				c->intf_missing |= intf_tps[i].group & ~HP_INTF_FAULTS;
+				continue;
+			}
+		}
+		attached |= intf_tps[i].group;
+	}
+	/* fault counts work without page_fault_user: the switch-out reads the task's counters */
+	attached |= mask & HP_INTF_FAULTS;
+	c->intf_attached = attached;
+	c->skel->bss->intf_mask = attached;
+}
+
+void capture_set_interference(struct capture *c, unsigned mask, uint64_t irq_min_ns, uint64_t lock_min_ns)
+{
+	c->skel->bss->irq_min_ns = irq_min_ns;
+	c->skel->bss->lock_min_ns = lock_min_ns;
+	c->intf_wanted = mask;
+	if (c->active)
+		intf_apply(c, mask);
+}
+
+unsigned capture_interference(const struct capture *c)
+{
+	return c->active ? c->intf_attached : c->intf_wanted & ~c->intf_missing;
+}
+
+unsigned capture_interference_missing(const struct capture *c)
+{
+	return c->intf_missing;
 }
 
 static struct bpf_program *sys_prog(struct capture *c, bool exit)
@@ -128,6 +244,10 @@ static struct bpf_program *sys_prog(struct capture *c, bool exit)
 
 int capture_set_syscalls(struct capture *c, bool on)
 {
+	if (on != c->active) {
+		c->active = on;
+		intf_apply(c, on ? c->intf_wanted : 0);
+	}
 	if (on == (c->sys_links[0] != NULL))
 		return 0;
 	if (!on) {
@@ -339,7 +459,7 @@ int capture_new(const struct capture_opts *opts, capture_record_fn fn, void *ud,
 
 	if (access("/sys/kernel/btf/vmlinux", R_OK) < 0)
 		return -ENOTSUP;
-	c = calloc(1, sizeof(*c));
+	c = calloc(1, sizeof(*c) + ARRAY_SIZE(intf_tps) * sizeof(c->intf_links[0]));
 	if (!c)
 		return -ENOMEM;
 	c->fn = fn;

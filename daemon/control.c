@@ -186,6 +186,7 @@ static void handle_status(struct client *cl)
 	_cleanup_free_ Hostprof__WatchedProcess **wpp = calloc(MAX(n, (size_t)1), sizeof(*wpp));
 	struct drop_count drops[MAX_DROPS];
 	Hostprof__Drop drop_msgs[MAX_DROPS], *drop_ptrs[MAX_DROPS];
+	char intf[64], intf_missing[64];
 
 	if (!wp || !wpp) {
 		(void)send_error(cl, HOSTPROF__ERROR__CODE__INTERNAL, "out of memory");
@@ -234,6 +235,10 @@ static void handle_status(struct client *cl)
 	st.ring_kb = d->settings.ring_kb;
 	st.watch_threads = d->settings.watch_threads;
 	st.n_watch_threads = d->settings.n_watch_threads;
+	st.interference = (char *)interference_text(d->settings.interference & ~capture_interference_missing(d->capture),
+						      intf, sizeof(intf));
+	st.interference_missing = (char *)interference_text(
+		d->settings.interference & capture_interference_missing(d->capture), intf_missing, sizeof(intf_missing));
 	resp.body_case = HOSTPROF__RESPONSE__BODY_STATUS;
 	resp.status = &st;
 	(void)send_response(cl, &resp);

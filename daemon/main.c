@@ -118,6 +118,9 @@ int daemon_build_snapshot(struct daemon *d, const struct proc_rec *p, uint64_t w
 		.syscall_min_ns = d->settings.syscall_min_ns,
 		.offcpu_min_ns = d->settings.offcpu_min_ns,
 		.sample_hz = d->settings.sample_hz,
+		.interference = capture_interference(d->capture),
+		.irq_min_ns = d->settings.irq_min_ns,
+		.lock_min_ns = d->settings.lock_min_ns,
 		.markers = markers,
 		.n_markers = n_markers,
 	};
@@ -232,6 +235,15 @@ static int apply_watch_settings(struct daemon *d)
 	if (r < 0)
 		return log_error_errno(r, "Failed to set thread patterns: %m");
 	capture_set_thresholds(d->capture, d->settings.syscall_min_ns, d->settings.offcpu_min_ns);
+	capture_set_interference(d->capture, d->settings.interference, d->settings.irq_min_ns,
+				 d->settings.lock_min_ns);
+	if (d->settings.interference & capture_interference_missing(d->capture)) {
+		char buf[64];
+
+		log_warning("This kernel lacks tracepoints for some of --interference: %s (not captured)",
+			    interference_text(d->settings.interference & capture_interference_missing(d->capture), buf,
+					      sizeof(buf)));
+	}
 	r = capture_set_cpus(d->capture, d->settings.cpus, ARRAY_SIZE(d->settings.cpus));
 	if (r < 0)
 		return log_error_errno(r, "Failed to set the CPU mask: %m");

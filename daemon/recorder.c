@@ -401,6 +401,14 @@ static uint32_t record_pid(const struct hp_hdr *hdr)
 		return ((const struct hp_exit *)hdr)->pid;
 	case HP_EV_EXEC:
 		return ((const struct hp_exec *)hdr)->pid;
+	case HP_EV_IRQ:
+		return ((const struct hp_irq *)hdr)->pid;
+	case HP_EV_RECLAIM:
+		return ((const struct hp_reclaim *)hdr)->pid;
+	case HP_EV_FAULTS:
+		return ((const struct hp_faults *)hdr)->pid;
+	case HP_EV_LOCK:
+		return ((const struct hp_lock *)hdr)->pid;
 	}
 	return 0;
 }

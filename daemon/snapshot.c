@@ -245,7 +245,7 @@ struct snap_build {
 	const struct snapshot_ctx *ctx;
 	Hostprof__Snapshot snap;
 	struct strtab strs;
-	struct recvec sw, wk, mg, sc, off, smp, ust, te;
+	struct recvec sw, wk, mg, sc, off, smp, ust, te, irq, rcl, flt, lck;
 	/* stacks */
 	struct idxmap stack_map, frame_map, mapping_map;
 	Hostprof__Stack **stacks;
@@ -268,6 +268,10 @@ static void snap_build_free(struct snap_build *b)
 	free(b->smp.v);
 	free(b->ust.v);
 	free(b->te.v);
+	free(b->irq.v);
+	free(b->rcl.v);
+	free(b->flt.v);
+	free(b->lck.v);
 	free(b->strs.strs);
 	free(b->strs.slots);
 	idxmap_free(&b->stack_map);
@@ -522,6 +526,18 @@ static int collect_chunks(struct snap_build *b, const struct proc_rec *p, uint64
 			case HP_EV_COMM:
 			case HP_EV_WATCH:
 				r = recvec_push(&b->te, h);
+				break;
+			case HP_EV_IRQ:
+				r = host ? 0 : recvec_push(&b->irq, h);
+				break;
+			case HP_EV_RECLAIM:
+				r = host ? 0 : recvec_push(&b->rcl, h);
+				break;
+			case HP_EV_FAULTS:
+				r = host ? 0 : recvec_push(&b->flt, h);
+				break;
+			case HP_EV_LOCK:
+				r = host ? 0 : recvec_push(&b->lck, h);
 				break;
 			}
 		}
@@ -782,6 +798,171 @@ static int fill_offcpu(struct snap_build *b, uint64_t start)
 		}
 	}
 	b->snap.offcpu = t;
+	return 0;
+}
+
+static int fill_irqs(struct snap_build *b, uint64_t start)
+{
+	Hostprof__IrqTable *t = arena_alloc(&b->a, sizeof(*t));
+	size_t n = b->irq.n;
+	int r;
+
+	if (!t)
+		return -ENOMEM;
+	hostprof__irq_table__init(t);
+	COLUMN(&b->a, t, ts_delta, n);
+	COLUMN(&b->a, t, dur_ns, n);
+	COLUMN(&b->a, t, cpu, n);
+	COLUMN(&b->a, t, kind, n);
+	COLUMN(&b->a, t, num, n);
+	COLUMN(&b->a, t, name, n);
+	COLUMN(&b->a, t, tid, n);
+	COLUMN(&b->a, t, pid, n);
+	COLUMN(&b->a, t, flags, n);
+	if (b->a.err)
+		return b->a.err;
+	fill_deltas(t->ts_delta, &b->irq, start);
+	for (size_t i = 0; i < n; i++) {
+		const struct hp_irq *e = (const void *)b->irq.v[i];
+		char name[HP_COMM_LEN + 1];
+
+		t->dur_ns[i] = e->dur_ns;
+		t->cpu[i] = e->hdr.cpu;
+		t->kind[i] = e->kind;
+		t->num[i] = e->num;
+		t->tid[i] = e->tid;
+		t->pid[i] = e->pid;
+		t->flags[i] = e->flags;
+		if (e->kind == HP_IRQ_SOFT)
+			snprintf(name, sizeof(name), "%s", hps_softirq_name(e->num));
+		else
+			snprintf(name, sizeof(name), "%.*s", HP_COMM_LEN, e->name);
+		r = strtab_intern(&b->strs, &b->a, name, &t->name[i]);
+		if (r < 0)
+			return r;
+	}
+	b->snap.irqs = t;
+	return 0;
+}
+
+static int fill_reclaims(struct snap_build *b, uint64_t start)
+{
+	Hostprof__ReclaimTable *t = arena_alloc(&b->a, sizeof(*t));
+	size_t n = b->rcl.n;
+
+	if (!t)
+		return -ENOMEM;
+	hostprof__reclaim_table__init(t);
+	COLUMN(&b->a, t, ts_delta, n);
+	COLUMN(&b->a, t, dur_ns, n);
+	COLUMN(&b->a, t, tid, n);
+	COLUMN(&b->a, t, pid, n);
+	COLUMN(&b->a, t, kind, n);
+	COLUMN(&b->a, t, order, n);
+	COLUMN(&b->a, t, gfp, n);
+	COLUMN(&b->a, t, result, n);
+	COLUMN(&b->a, t, cpu, n);
+	if (b->a.err)
+		return b->a.err;
+	fill_deltas(t->ts_delta, &b->rcl, start);
+	for (size_t i = 0; i < n; i++) {
+		const struct hp_reclaim *e = (const void *)b->rcl.v[i];
+
+		t->dur_ns[i] = e->dur_ns;
+		t->tid[i] = e->tid;
+		t->pid[i] = e->pid;
+		t->kind[i] = e->kind;
+		t->order[i] = e->order;
+		t->gfp[i] = e->gfp;
+		t->result[i] = e->result;
+		t->cpu[i] = e->hdr.cpu;
+	}
+	b->snap.reclaims = t;
+	return 0;
+}
+
+static int fill_faults(struct snap_build *b, uint64_t start)
+{
+	Hostprof__FaultTable *t = arena_alloc(&b->a, sizeof(*t));
+	size_t n = b->flt.n;
+
+	if (!t)
+		return -ENOMEM;
+	hostprof__fault_table__init(t);
+	COLUMN(&b->a, t, ts_delta, n);
+	COLUMN(&b->a, t, dur_ns, n);
+	COLUMN(&b->a, t, tid, n);
+	COLUMN(&b->a, t, pid, n);
+	COLUMN(&b->a, t, faults, n);
+	COLUMN(&b->a, t, write, n);
+	COLUMN(&b->a, t, exec, n);
+	COLUMN(&b->a, t, prot, n);
+	COLUMN(&b->a, t, minor, n);
+	COLUMN(&b->a, t, major, n);
+	if (b->a.err)
+		return b->a.err;
+	fill_deltas(t->ts_delta, &b->flt, start);
+	for (size_t i = 0; i < n; i++) {
+		const struct hp_faults *e = (const void *)b->flt.v[i];
+
+		t->dur_ns[i] = e->dur_ns;
+		t->tid[i] = e->tid;
+		t->pid[i] = e->pid;
+		t->faults[i] = e->faults;
+		t->write[i] = e->write;
+		t->exec[i] = e->exec;
+		t->prot[i] = e->prot;
+		t->minor[i] = e->minor;
+		t->major[i] = e->major;
+	}
+	b->snap.faults = t;
+	return 0;
+}
+
+static int fill_locks(struct snap_build *b, uint64_t start)
+{
+	Hostprof__LockTable *t = arena_alloc(&b->a, sizeof(*t));
+	size_t n = b->lck.n;
+	int r;
+
+	if (!t)
+		return -ENOMEM;
+	hostprof__lock_table__init(t);
+	COLUMN(&b->a, t, ts_delta, n);
+	COLUMN(&b->a, t, dur_ns, n);
+	COLUMN(&b->a, t, tid, n);
+	COLUMN(&b->a, t, pid, n);
+	COLUMN(&b->a, t, lock, n);
+	COLUMN(&b->a, t, flags, n);
+	COLUMN(&b->a, t, ret, n);
+	COLUMN(&b->a, t, kstack, n);
+	COLUMN(&b->a, t, cpu, n);
+	COLUMN(&b->a, t, name, n);
+	if (b->a.err)
+		return b->a.err;
+	fill_deltas(t->ts_delta, &b->lck, start);
+	for (size_t i = 0; i < n; i++) {
+		const struct hp_lock *e = (const void *)b->lck.v[i];
+
+		t->dur_ns[i] = e->dur_ns;
+		t->tid[i] = e->tid;
+		t->pid[i] = e->pid;
+		t->lock[i] = e->lock;
+		t->flags[i] = e->flags;
+		t->ret[i] = e->ret;
+		t->cpu[i] = e->hdr.cpu;
+		r = strtab_intern(&b->strs, &b->a, e->flags & HP_LOCK_MMAP ? "mmap_lock" : "", &t->name[i]);
+		if (r < 0)
+			return r;
+		t->kstack[i] = 0;
+		if (e->kstack_len) {
+			r = intern_stack(b, e->frames, e->kstack_len, false, e->pid, e->stack_flags & HP_STACK_KTRUNC,
+					 &t->kstack[i]);
+			if (r < 0)
+				return r;
+		}
+	}
+	b->snap.locks = t;
 	return 0;
 }
 
@@ -1144,6 +1325,10 @@ int snapshot_build(const struct proc_rec *p, const struct snapshot_ctx *ctx, uin
 	recvec_sort(&b.off);
 	recvec_sort(&b.smp);
 	recvec_sort(&b.te);
+	recvec_sort(&b.irq);
+	recvec_sort(&b.rcl);
+	recvec_sort(&b.flt);
+	recvec_sort(&b.lck);
 	/* all the history kept: the window opens at the oldest record */
 	if (!ctx->window_ns || !start) {
 		start = p->watch_ns;
@@ -1166,6 +1351,14 @@ int snapshot_build(const struct proc_rec *p, const struct snapshot_ctx *ctx, uin
 		r = fill_samples(&b, start);
 	if (r >= 0)
 		r = fill_task_events(&b, start);
+	if (r >= 0)
+		r = fill_irqs(&b, start);
+	if (r >= 0)
+		r = fill_reclaims(&b, start);
+	if (r >= 0)
+		r = fill_faults(&b, start);
+	if (r >= 0)
+		r = fill_locks(&b, start);
 	if (r >= 0)
 		r = fill_histograms(&b);
 	if (r >= 0)
@@ -1201,6 +1394,10 @@ int snapshot_build(const struct proc_rec *p, const struct snapshot_ctx *ctx, uin
 	b.snap.syscall_min_ns = ctx->syscall_min_ns;
 	b.snap.offcpu_min_ns = ctx->offcpu_min_ns;
 	b.snap.sample_hz = ctx->sample_hz;
+	b.snap.has_interference = b.snap.has_irq_min_ns = b.snap.has_lock_min_ns = true;
+	b.snap.interference = ctx->interference;
+	b.snap.irq_min_ns = ctx->irq_min_ns;
+	b.snap.lock_min_ns = ctx->lock_min_ns;
 	b.snap.markers = (Hostprof__Marker **)ctx->markers;
 	b.snap.n_markers = ctx->n_markers;
 	if (b.a.err) {
@@ -1214,7 +1411,8 @@ int snapshot_build(const struct proc_rec *p, const struct snapshot_ctx *ctx, uin
 	}
 	r = hps_pack(&b.snap, ret_data, ret_len);
 	if (r >= 0 && ret_events)
-		*ret_events = b.sw.n + b.wk.n + b.mg.n + b.sc.n + b.off.n + b.smp.n + b.te.n;
+		*ret_events = b.sw.n + b.wk.n + b.mg.n + b.sc.n + b.off.n + b.smp.n + b.te.n + b.irq.n + b.rcl.n +
+			      b.flt.n + b.lck.n;
 out:
 	snap_build_free(&b);
 	return r;

@@ -27,6 +27,8 @@ struct snapshot_ctx {
 	size_t n_hists;
 	uint64_t syscall_min_ns, offcpu_min_ns;
 	uint32_t sample_hz;
+	unsigned interference; /* HP_INTF_*: what was captured */
+	uint64_t irq_min_ns, lock_min_ns;
 	Hostprof__Marker *const *markers;
 	size_t n_markers;
 	/* Symbolization, or NULL for bare addresses: returns 1 with a function, 0 without. */
