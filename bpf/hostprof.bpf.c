@@ -1247,7 +1247,7 @@ static __always_inline int on_contention_begin(void *lock, unsigned int flags)
 	__u32 tid, pid;
 	struct wait *w;
 
-	if (in_irq_here())
+	if (!is_watched(bpf_get_current_pid_tgid() >> 32) || in_irq_here())
 		return 0;
 	w = wait_get(&tid, &pid, true);
 	if (!w)

@@ -37,11 +37,30 @@
  *     viewer's thread_state_* ones.
  *   - Syscalls: an "X" span (cat "syscall") per SyscallTable row on the thread's row, named
  *     Snapshot.syscall_names[nr] ("syscall_NR" when unknown), args {nr, arg0, arg1, arg2
- *     (hex strings: JSON numbers lose bits past 2^53), ret, cpu}. Slices on one row must
- *     nest, and a syscall starts and ends while its thread runs: a state span that a
- *     syscall boundary falls into is cut there, so the states nest under the syscall.
+ *     (hex strings: JSON numbers lose bits past 2^53), ret, cpu}.
+ *   - Reclaim and compaction: an "X" span (cat "memory") per ReclaimTable row on the thread's
+ *     row, named "direct reclaim", "memcg reclaim" or "compaction", args {order, gfp (hex),
+ *     result, cpu}.
+ *   - Lock waits: an "X" span (cat "lock") per LockTable row on the thread's row, named
+ *     "lock wait: mmap_lock (rwsem read)" (the lock: "mmap_lock" when flags has 0x10000,
+ *     else LockTable.name, left out when ""; in parentheses hps_lock_kind_name()), args
+ *     {lock (the address, hex), flags (hex), ret, cpu}.
+ *     Slices on one row must nest, and these start and end while their thread runs or
+ *     waits: a state span that the start or end of a syscall, reclaim or lock wait falls
+ *     into is cut there, so the states nest under them. (Those three nest among themselves
+ *     as the kernel's calls do: a lock wait or a reclaim inside a syscall.)
  *   - CPU rows: an "X" span per Running span, named by the task, "comm:tid", args {tid, pid,
- *     prio, end_state}.
+ *     prio, end_state}; and an "X" span per IrqTable row on the row of its CPU, nested in
+ *     the task it interrupted: "IRQ 41 (virtio3-rx)" (cat "irq", args {irq, handler}) or
+ *     "softirq NET_RX" (cat "softirq", args {vec}), with "interrupted" ("comm:tid", flags 1)
+ *     or "waiting_pid" (a thread of that process waited for the CPU, flags 2). Rows of
+ *     another kind are left out.
+ *   - Page faults: counter events ("C", name "page faults comm:tid": a counter belongs to
+ *     a process in this format, so the name says the thread), one per FaultTable row at
+ *     the start of its period, args {minor, major} (the task's own counters, on every arch;
+ *     the viewer stacks them to the total), and {minor 0, major 0} at its end unless the
+ *     thread's next period starts there: each period reads as a step as high as its
+ *     faults.
  *   - Instants ("i", thread scope): TaskEventTable rows ("fork" on the parent with args
  *     {child_tid, child_pid, comm}, "exit", "exec" and "rename" with {comm}), migrations
  *     ("migrate 0->1"), markers (named Marker.name, args {detail}; process scope without a
@@ -49,7 +68,8 @@
  *
  * The snapshot is validated first (hps_validate(), no NULL entries, no timestamp that
  * overflows 64 bits): -EINVAL, and nothing is written. Output goes through stdio as it is
- * made; memory holds an index of the threads and the syscalls' order, not the events. A
+ * made; memory holds an index of the threads, the slice boundaries that cut state spans
+ * and the order of the fault periods, not the events. A
  * failed write stops the export at the end of the event it fell in: its -errno.
  */
 #include <errno.h>
@@ -74,6 +94,13 @@
 #define STATE_PREEMPTED 0x100
 #define STATE_RUNNABLE(s) ((s) == STATE_RUNNING || (s) == STATE_PREEMPTED)
 
+/* IrqTable.kind and .flags; LockTable.flags */
+#define IRQ_KIND_HARD 1
+#define IRQ_KIND_SOFT 2
+#define IRQ_FLAG_RUNNING 0x1
+#define IRQ_FLAG_WAITING 0x2
+#define LOCK_FLAG_MMAP 0x10000
+
 enum { ST_UNKNOWN, ST_RUNNING, ST_RUNNABLE, ST_BLOCKED };
 
 struct thread {
@@ -88,10 +115,17 @@ struct thread {
 	uint64_t since;
 	uint32_t by_tid; /* who preempted or woke it; 0: not known */
 	const char *by_comm;
-	size_t sc_next, sc_end; /* its syscalls: positions in json->sc */
+	size_t cut_next, cut_end; /* where its state spans are cut: positions in json->cuts */
 };
 
-struct syscall_ref {
+/* The start or end of a slice on a thread's row (a syscall, a reclaim, a lock wait). */
+struct cut {
+	uint32_t tid;
+	uint64_t ts;
+};
+
+/* A FaultTable row, for the walk through each thread's periods in time order. */
+struct fault_ref {
 	uint32_t tid;
 	uint32_t idx;
 	uint64_t ts;
@@ -104,8 +138,10 @@ struct json {
 	struct jsonw *j;
 	struct thread *threads;
 	size_t nthreads;
-	struct syscall_ref *sc; /* sorted by thread, then time */
-	size_t nsc;
+	struct cut *cuts; /* sorted by thread, then time */
+	size_t ncuts;
+	struct fault_ref *faults; /* sorted by thread, then time */
+	size_t nfaults;
 };
 
 /* What a thread span says besides its times. */
@@ -143,9 +179,18 @@ static int cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static int cmp_syscall(const void *a, const void *b)
+static int cmp_cut(const void *a, const void *b)
 {
-	const struct syscall_ref *x = a, *y = b;
+	const struct cut *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+static int cmp_fault(const void *a, const void *b)
+{
+	const struct fault_ref *x = a, *y = b;
 
 	if (x->tid != y->tid)
 		return x->tid < y->tid ? -1 : 1;
@@ -211,11 +256,15 @@ static int build_threads(struct json *x)
 	const Hostprof__SyscallTable *sc = s->syscalls;
 	const Hostprof__MigrationTable *mg = s->migrations;
 	const Hostprof__TaskEventTable *te = s->task_events;
+	const Hostprof__ReclaimTable *rc = s->reclaims;
+	const Hostprof__LockTable *lk = s->locks;
+	const Hostprof__FaultTable *ft = s->faults;
 	_cleanup_free_ uint32_t *tids = NULL;
 	size_t i, n = 0, total;
 
 	total = s->n_threads + s->n_markers + (sw ? 2 * sw->n_ts_delta : 0) + (wk ? 2 * wk->n_ts_delta : 0) +
-		(sc ? sc->n_ts_delta : 0) + (mg ? mg->n_ts_delta : 0) + (te ? 2 * te->n_ts_delta : 0);
+		(sc ? sc->n_ts_delta : 0) + (mg ? mg->n_ts_delta : 0) + (te ? 2 * te->n_ts_delta : 0) +
+		(rc ? rc->n_ts_delta : 0) + (lk ? lk->n_ts_delta : 0) + (ft ? ft->n_ts_delta : 0);
 	tids = malloc(MAX(total, (size_t)1) * sizeof(*tids));
 	if (!tids)
 		return -ENOMEM;
@@ -239,6 +288,12 @@ static int build_threads(struct json *x)
 		append(tids, &n, te->tid, te->n_ts_delta);
 		append(tids, &n, te->child_tid, te->n_ts_delta);
 	}
+	if (rc)
+		append(tids, &n, rc->tid, rc->n_ts_delta);
+	if (lk)
+		append(tids, &n, lk->tid, lk->n_ts_delta);
+	if (ft)
+		append(tids, &n, ft->tid, ft->n_ts_delta);
 	n = sort_unique(tids, n);
 
 	x->threads = calloc(MAX(n, (size_t)1), sizeof(*x->threads));
@@ -269,38 +324,82 @@ static int build_threads(struct json *x)
 		note(x, te->tid[i], te->pid[i], NULL);
 		note(x, te->child_tid[i], te->child_pid[i], te->kind[i] == 1 ? str_at(s, te->comm[i]) : NULL);
 	}
+	for (i = 0; rc && i < rc->n_ts_delta; i++)
+		note(x, rc->tid[i], rc->pid[i], NULL);
+	for (i = 0; lk && i < lk->n_ts_delta; i++)
+		note(x, lk->tid[i], lk->pid[i], NULL);
+	for (i = 0; ft && i < ft->n_ts_delta; i++)
+		note(x, ft->tid[i], ft->pid[i], NULL);
 	for (i = 0; i < x->nthreads; i++)
 		x->threads[i].watched = x->threads[i].pid == s->pid;
 	return 0;
 }
 
-/* The syscalls sorted by thread and time; each thread learns its range. */
-static int build_syscalls(struct json *x)
+/* The start and end of each slice of a table (absolute start ts, duration dur) on tid's row. */
+static void add_cuts(struct json *x, uint64_t start, const uint64_t *delta, const uint64_t *dur,
+		     const uint32_t *tid, size_t n)
 {
-	const Hostprof__SyscallTable *t = x->snap->syscalls;
+	uint64_t ts = start;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		ts += delta[i];
+		x->cuts[x->ncuts++] = (struct cut){ .tid = tid[i], .ts = ts };
+		x->cuts[x->ncuts++] = (struct cut){ .tid = tid[i], .ts = ts + dur[i] };
+	}
+}
+
+/* Where the thread slices begin and end, sorted by thread and time; each thread learns its range. */
+static int build_cuts(struct json *x)
+{
+	const Hostprof__Snapshot *s = x->snap;
+	const Hostprof__SyscallTable *sc = s->syscalls;
+	const Hostprof__ReclaimTable *rc = s->reclaims;
+	const Hostprof__LockTable *lk = s->locks;
+	size_t i, n = (sc ? sc->n_ts_delta : 0) + (rc ? rc->n_ts_delta : 0) + (lk ? lk->n_ts_delta : 0);
+
+	if (n > SIZE_MAX / 2 / sizeof(*x->cuts))
+		return -EINVAL;
+	x->cuts = malloc(MAX(2 * n, (size_t)1) * sizeof(*x->cuts));
+	if (!x->cuts)
+		return -ENOMEM;
+	if (sc)
+		add_cuts(x, s->start_ns, sc->ts_delta, sc->dur_ns, sc->tid, sc->n_ts_delta);
+	if (rc)
+		add_cuts(x, s->start_ns, rc->ts_delta, rc->dur_ns, rc->tid, rc->n_ts_delta);
+	if (lk)
+		add_cuts(x, s->start_ns, lk->ts_delta, lk->dur_ns, lk->tid, lk->n_ts_delta);
+	qsort_safe(x->cuts, x->ncuts, sizeof(*x->cuts), cmp_cut);
+	for (i = 0; i < x->ncuts; i++) {
+		struct thread *th = thread_find(x, x->cuts[i].tid);
+
+		if (!th)
+			continue;
+		if (th->cut_end == 0)
+			th->cut_next = i;
+		th->cut_end = i + 1;
+	}
+	return 0;
+}
+
+/* The fault periods sorted by thread and time. */
+static int build_faults(struct json *x)
+{
+	const Hostprof__FaultTable *t = x->snap->faults;
 	uint64_t ts = x->snap->start_ns;
 	size_t i, n = t ? t->n_ts_delta : 0;
 
 	if (n > UINT32_MAX)
 		return -EINVAL;
-	x->sc = malloc(MAX(n, (size_t)1) * sizeof(*x->sc));
-	if (!x->sc)
+	x->faults = malloc(MAX(n, (size_t)1) * sizeof(*x->faults));
+	if (!x->faults)
 		return -ENOMEM;
 	for (i = 0; i < n; i++) {
 		ts += t->ts_delta[i];
-		x->sc[i] = (struct syscall_ref){ .tid = t->tid[i], .idx = (uint32_t)i, .ts = ts };
+		x->faults[i] = (struct fault_ref){ .tid = t->tid[i], .idx = (uint32_t)i, .ts = ts };
 	}
-	x->nsc = n;
-	qsort_safe(x->sc, n, sizeof(*x->sc), cmp_syscall);
-	for (i = 0; i < n; i++) {
-		struct thread *th = thread_find(x, x->sc[i].tid);
-
-		if (!th)
-			continue;
-		if (th->sc_end == 0)
-			th->sc_next = i;
-		th->sc_end = i + 1;
-	}
+	x->nfaults = n;
+	qsort_safe(x->faults, n, sizeof(*x->faults), cmp_fault);
 	return 0;
 }
 
@@ -383,12 +482,13 @@ static int write_metadata(struct json *x)
 {
 	const Hostprof__Snapshot *s = x->snap;
 	const Hostprof__SchedSwitchTable *sw = s->switches;
+	const Hostprof__IrqTable *irq = s->irqs;
 	_cleanup_free_ uint32_t *pids = NULL, *cpus = NULL;
 	size_t i, npids = 0, ncpus = 0;
 	char buf[32];
 
 	pids = malloc((x->nthreads + s->n_processes + 1) * sizeof(*pids));
-	cpus = malloc(MAX(sw ? sw->n_ts_delta : 0, (size_t)1) * sizeof(*cpus));
+	cpus = malloc(MAX((sw ? sw->n_ts_delta : 0) + (irq ? irq->n_ts_delta : 0), (size_t)1) * sizeof(*cpus));
 	if (!pids || !cpus)
 		return -ENOMEM;
 	for (i = 0; i < x->nthreads; i++)
@@ -398,10 +498,11 @@ static int write_metadata(struct json *x)
 		if (s->processes[i]->pid)
 			pids[npids++] = s->processes[i]->pid;
 	npids = sort_unique(pids, npids);
-	if (sw) {
+	if (sw)
 		append(cpus, &ncpus, sw->cpu, sw->n_ts_delta);
-		ncpus = sort_unique(cpus, ncpus);
-	}
+	if (irq)
+		append(cpus, &ncpus, irq->cpu, irq->n_ts_delta);
+	ncpus = sort_unique(cpus, ncpus);
 
 	if (ncpus)
 		metadata(x, "process_name", CPUS_PID, 0, CPUS_NAME, 0);
@@ -544,6 +645,145 @@ static void write_markers(struct json *x)
 	}
 }
 
+/* "comm:tid" of a thread, "?:tid" when its name is not known. */
+static void task_name(struct json *x, uint32_t tid, char *buf, size_t len)
+{
+	const struct thread *t = thread_find(x, tid);
+
+	snprintf(buf, len, "%s:%" PRIu32, t && t->comm ? t->comm : "?", tid);
+}
+
+static void write_irqs(struct json *x)
+{
+	const Hostprof__Snapshot *s = x->snap;
+	const Hostprof__IrqTable *t = s->irqs;
+	struct jsonw *j = x->j;
+	uint64_t ts = s->start_ns;
+	size_t i, n = t ? t->n_ts_delta : 0;
+	char name[96], task[64];
+
+	for (i = 0; i < n && !failed(x); i++) {
+		const char *what = str_at(s, t->name[i]);
+
+		ts += t->ts_delta[i];
+		if (t->kind[i] == IRQ_KIND_HARD && *what)
+			snprintf(name, sizeof(name), "IRQ %" PRIu32 " (%s)", t->num[i], what);
+		else if (t->kind[i] == IRQ_KIND_HARD)
+			snprintf(name, sizeof(name), "IRQ %" PRIu32, t->num[i]);
+		else if (t->kind[i] == IRQ_KIND_SOFT)
+			snprintf(name, sizeof(name), "softirq %s", *what ? what : hps_softirq_name(t->num[i]));
+		else
+			continue;
+		event_begin(x, "X", name, t->kind[i] == IRQ_KIND_HARD ? "irq" : "softirq", CPUS_PID,
+			    (uint64_t)CPUS_PID + 1 + t->cpu[i], ts);
+		jsonw_fixed_field(j, "dur", (int64_t)t->dur_ns[i], 3);
+		jsonw_name(j, "args");
+		jsonw_begin_object(j);
+		if (t->kind[i] == IRQ_KIND_HARD) {
+			jsonw_uint_field(j, "irq", t->num[i]);
+			jsonw_string_field(j, "handler", what);
+		} else {
+			jsonw_uint_field(j, "vec", t->num[i]);
+		}
+		if ((t->flags[i] & IRQ_FLAG_RUNNING) && t->tid[i]) {
+			task_name(x, t->tid[i], task, sizeof(task));
+			jsonw_string_field(j, "interrupted", task);
+		}
+		if (t->flags[i] & IRQ_FLAG_WAITING)
+			jsonw_uint_field(j, "waiting_pid", t->pid[i]);
+		jsonw_end_object(j);
+		jsonw_end_object(j);
+	}
+}
+
+static void write_reclaims(struct json *x)
+{
+	const Hostprof__ReclaimTable *t = x->snap->reclaims;
+	struct jsonw *j = x->j;
+	uint64_t ts = x->snap->start_ns;
+	size_t i, n = t ? t->n_ts_delta : 0;
+
+	for (i = 0; i < n && !failed(x); i++) {
+		ts += t->ts_delta[i];
+		event_begin(x, "X", hps_reclaim_kind_name(t->kind[i]), "memory", t->pid[i], t->tid[i], ts);
+		jsonw_fixed_field(j, "dur", (int64_t)t->dur_ns[i], 3);
+		jsonw_name(j, "args");
+		jsonw_begin_object(j);
+		jsonw_int_field(j, "order", t->order[i]);
+		write_hex_field(j, "gfp", t->gfp[i]);
+		jsonw_int_field(j, "result", t->result[i]);
+		jsonw_uint_field(j, "cpu", t->cpu[i]);
+		jsonw_end_object(j);
+		jsonw_end_object(j);
+	}
+}
+
+static void write_locks(struct json *x)
+{
+	const Hostprof__Snapshot *s = x->snap;
+	const Hostprof__LockTable *t = s->locks;
+	struct jsonw *j = x->j;
+	uint64_t ts = s->start_ns;
+	size_t i, n = t ? t->n_ts_delta : 0;
+	char name[128];
+
+	for (i = 0; i < n && !failed(x); i++) {
+		const char *lock = t->flags[i] & LOCK_FLAG_MMAP ? "mmap_lock" : str_at(s, t->name[i]);
+		const char *kind = hps_lock_kind_name(t->flags[i]);
+
+		ts += t->ts_delta[i];
+		if (*lock)
+			snprintf(name, sizeof(name), "lock wait: %s (%s)", lock, kind);
+		else
+			snprintf(name, sizeof(name), "lock wait: %s", kind);
+		event_begin(x, "X", name, "lock", t->pid[i], t->tid[i], ts);
+		jsonw_fixed_field(j, "dur", (int64_t)t->dur_ns[i], 3);
+		jsonw_name(j, "args");
+		jsonw_begin_object(j);
+		write_hex_field(j, "lock", t->lock[i]);
+		write_hex_field(j, "flags", t->flags[i]);
+		jsonw_int_field(j, "ret", t->ret[i]);
+		jsonw_uint_field(j, "cpu", t->cpu[i]);
+		jsonw_end_object(j);
+		jsonw_end_object(j);
+	}
+}
+
+static void fault_counter(struct json *x, const char *name, uint32_t pid, uint32_t tid, uint64_t ts,
+			  uint32_t minor, uint32_t major)
+{
+	struct jsonw *j = x->j;
+
+	event_begin(x, "C", name, "memory", pid, tid, ts);
+	jsonw_name(j, "args");
+	jsonw_begin_object(j);
+	jsonw_uint_field(j, "minor", minor);
+	jsonw_uint_field(j, "major", major);
+	jsonw_end_object(j);
+	jsonw_end_object(j);
+}
+
+/* Each thread's fault periods in time order: a step per period, back to 0 after a gap. */
+static void write_faults(struct json *x)
+{
+	const Hostprof__FaultTable *t = x->snap->faults;
+	const struct fault_ref *f = x->faults;
+	char name[96], task[64];
+	size_t i;
+
+	for (i = 0; i < x->nfaults && !failed(x); i++) {
+		uint32_t k = f[i].idx;
+		uint64_t end = f[i].ts + t->dur_ns[k];
+
+		task_name(x, t->tid[k], task, sizeof(task));
+		snprintf(name, sizeof(name), "page faults %s", task);
+		fault_counter(x, name, t->pid[k], t->tid[k], f[i].ts, t->minor[k], t->major[k]);
+		if (i + 1 < x->nfaults && f[i + 1].tid == f[i].tid && f[i + 1].ts <= end)
+			continue;
+		fault_counter(x, name, t->pid[k], t->tid[k], end, 0, 0);
+	}
+}
+
 /* ---- Thread states and CPU rows -------------------------------------------------------- */
 
 static void task_field(struct jsonw *j, const char *name, const char *comm, uint32_t tid)
@@ -589,37 +829,27 @@ static void span_piece(struct json *x, const struct thread *t, const struct span
 }
 
 /*
- * A span on the thread's row, cut where one of the thread's syscalls begins or ends inside
- * it, so that it nests under the syscall. Spans of a thread come in time order, and so
- * does the cursor into its syscalls.
+ * A span on the thread's row, cut where one of the thread's syscalls, reclaims or lock waits
+ * begins or ends inside it, so that it nests under them. Spans of a thread come in time
+ * order, and so does the cursor into its cuts.
  */
 static void thread_span(struct json *x, struct thread *t, const struct span *sp, uint64_t start, uint64_t end)
 {
-	const Hostprof__SyscallTable *sc = x->snap->syscalls;
 	uint64_t cur = start;
 
 	if (end <= start)
 		return;
-	while (t->sc_next < t->sc_end) {
-		const struct syscall_ref *ref = &x->sc[t->sc_next];
-		uint64_t s_start = ref->ts, s_end = ref->ts + sc->dur_ns[ref->idx];
+	while (t->cut_next < t->cut_end && x->cuts[t->cut_next].ts <= start)
+		t->cut_next++;
+	for (; t->cut_next < t->cut_end && x->cuts[t->cut_next].ts < end; t->cut_next++) {
+		uint64_t at = x->cuts[t->cut_next].ts;
 
-		if (s_start >= end)
-			break;
-		if (s_start > cur) {
-			span_piece(x, t, sp, cur, s_start);
-			cur = s_start;
+		if (at > cur) {
+			span_piece(x, t, sp, cur, at);
+			cur = at;
 		}
-		if (s_end > cur && s_end < end) {
-			span_piece(x, t, sp, cur, s_end);
-			cur = s_end;
-		}
-		if (s_end > end)
-			break;
-		t->sc_next++;
 	}
-	if (cur < end)
-		span_piece(x, t, sp, cur, end);
+	span_piece(x, t, sp, cur, end);
 }
 
 static void cpu_span(struct json *x, const struct thread *t, uint32_t end_state, uint64_t end)
@@ -830,7 +1060,10 @@ static int write_json(struct json *x)
 	r = build_threads(x);
 	if (r < 0)
 		return r;
-	r = build_syscalls(x);
+	r = build_cuts(x);
+	if (r < 0)
+		return r;
+	r = build_faults(x);
 	if (r < 0)
 		return r;
 
@@ -841,9 +1074,13 @@ static int write_json(struct json *x)
 	if (r < 0)
 		return r;
 	write_syscalls(x);
+	write_reclaims(x);
+	write_locks(x);
 	write_task_events(x);
 	write_migrations(x);
 	write_markers(x);
+	write_irqs(x);
+	write_faults(x);
 	write_sched(x);
 	jsonw_end_array(j);
 	jsonw_string_field(j, "displayTimeUnit", "ns");
@@ -863,7 +1100,8 @@ static void json_free(struct json *x)
 {
 	jsonw_free(x->j);
 	free(x->threads);
-	free(x->sc);
+	free(x->cuts);
+	free(x->faults);
 }
 
 int snapshot_export_json(const Hostprof__Snapshot *snap, FILE *out)

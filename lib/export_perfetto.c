@@ -20,9 +20,10 @@
  *      every Process {pid, ppid, cmdline (comm when the cmdline is empty), uid}, then every
  *      Thread {tid, tgid, name}. Packet timestamp = Snapshot.start_ns.
  *   4. FtraceEventBundle per CPU, up to EXPORT_BUNDLE_EVENTS events each: the sched_switch
- *      rows and the WakeupTable rows merged by timestamp (a wakeup before a switch of the
- *      same nanosecond, as the kernel emits them). Every FtraceEvent has its timestamp
- *      (absolute BOOTTIME ns) and pid = the task running when the event fired:
+ *      rows, the WakeupTable rows and the entries and exits of the IrqTable rows merged by
+ *      timestamp (of one nanosecond: IRQ exits, wakeups, IRQ entries, then switches; a
+ *      wakeup before a switch is how the kernel emits them). Every FtraceEvent has its
+ *      timestamp (absolute BOOTTIME ns) and pid = the task running when the event fired:
  *      - sched_switch {prev_comm, prev_pid, prev_prio, prev_state, next_comm, next_pid,
  *        next_prio}, *_pid are thread ids, FtraceEvent.pid = prev_tid;
  *      - sched_waking {comm, pid, prio, success = 1, target_cpu} of the task woken, in the
@@ -31,7 +32,17 @@
  *        (else its sched_switch rows), prio from its latest sched_switch row before the
  *        wakeup (else its first one; omitted when it never switched). Rows of new tasks
  *        (flags & 1, the kernel's sched_wakeup_new) are written as sched_waking too:
- *        trace_processor derives the waker and the runnable state from sched_waking only.
+ *        trace_processor derives the waker and the runnable state from sched_waking only;
+ *      - a hard IRQ (IrqTable.kind 1) as irq_handler_entry {irq, name = the handler} at its
+ *        entry and irq_handler_exit {irq, ret = 1} at entry + dur_ns: the snapshot keeps no
+ *        return value, and trace_processor calls every ret but 1 (IRQ_HANDLED) "unhandled";
+ *      - a softirq (kind 2) as softirq_entry {vec} and softirq_exit {vec};
+ *        FtraceEvent.pid = the thread interrupted (flags 1), none when a thread only waited
+ *        on that CPU (flags 2: what ran there is not known). Rows of another kind, and
+ *        softirqs past the last vector trace_processor names (RCU, 9: it stops on them in
+ *        debug builds), are left out. trace_processor draws these as slices on the CPU's
+ *        "Irq Cpu N" and "SoftIrq Cpu N" tracks ("IRQ (virtio3-rx)", "NET_RX"). The exits
+ *        wait in a min-heap by time, which holds the interrupts open at one instant.
  *      Snapshot timestamps only go forward (ts_delta is unsigned), so events within a
  *      bundle, and the bundles of one CPU, come out in time order. Packet timestamp = the
  *      bundle's first event.
@@ -50,10 +61,26 @@
  *      - each migration: an instant "migrate 0->1", annotations from_cpu, to_cpu;
  *      - each marker: an instant named Marker.name, category "marker", annotation detail.
  *        A marker without a thread goes on a process track (TrackDescriptor {uuid =
- *        PROCESS_TRACK_UUID(pid), process {pid, process_name}}) of Snapshot.pid.
+ *        PROCESS_TRACK_UUID(pid), process {pid, process_name}}) of Snapshot.pid;
+ *      - each reclaim or compaction (ReclaimTable): a slice "direct reclaim", "memcg
+ *        reclaim" or "compaction", category "memory", annotations order, gfp (hex), result,
+ *        duration_ns, cpu;
+ *      - each lock wait (LockTable): a slice "lock wait: mmap_lock (rwsem read)" (the lock:
+ *        "mmap_lock" when flags has 0x10000, else LockTable.name, left out when ""; in
+ *        parentheses hps_lock_kind_name()), category "lock", annotations lock (the address,
+ *        hex), flags (hex), ret, duration_ns, cpu and kernel_stack as for off-CPU slices;
+ *      - page faults (FaultTable), on a child track of the thread's, not on the thread's
+ *        own: a TrackDescriptor {uuid = FAULTS_TRACK_UUID(tid), parent_uuid = the thread's
+ *        track, name "page faults"}, and a slice per period, "page faults: 2000 (10 major)"
+ *        (the tracepoint's count, or minor + major where it is 0), category "memory",
+ *        annotations faults, write, exec, prot, minor, major, duration_ns. Slices rather than
+ *        a counter: the UI prints the count on the period itself, and periods of unequal
+ *        length read right. Their own track because periods are long and would break the
+ *        nesting of the thread's syscalls and off-CPU intervals.
  *      A slice is a TYPE_SLICE_BEGIN packet and a TYPE_SLICE_END packet. An off-CPU interval
- *      inside a syscall nests under it (read > off-cpu S); an END closes the innermost open
- *      slice of its track, so two intervals that overlap without nesting are drawn nested.
+ *      inside a syscall nests under it (read > off-cpu S), as does a lock wait or a reclaim
+ *      inside a syscall; an END closes the innermost open slice of its track, so two
+ *      intervals that overlap without nesting are drawn nested.
  *   6. On-CPU samples as PerfSample packets, on their own sequence
  *      (PERFETTO_PROFILE_SEQUENCE_ID), each {cpu, pid, tid, callstack_iid, cpu_mode (KERNEL
  *      when the sample has a kernel stack, else USER)}. The callstacks are interned: the
@@ -89,8 +116,8 @@
  *
  * The snapshot is validated before a byte is written: hps_validate() (columns of a table
  * line up, every string, stack, frame and mapping index in range), no NULL entries, CPU
- * numbers below EXPORT_MAX_CPUS, and no timestamp (nor timestamp + duration) that
- * overflows 64 bits. Otherwise: -EINVAL.
+ * numbers (of switches, wakeups and IRQs) below EXPORT_MAX_CPUS, and no timestamp (nor
+ * timestamp + duration) that overflows 64 bits. Otherwise: -EINVAL.
  *
  * Field numbers, from the public protos in the google/perfetto repository (checked against
  * its protos/perfetto tree):
@@ -118,13 +145,18 @@
  *   protos/perfetto/trace/ftrace/ftrace_event_bundle.proto
  *     FtraceEventBundle.cpu = 1, event = 2
  *   protos/perfetto/trace/ftrace/ftrace_event.proto
- *     FtraceEvent.timestamp = 1, pid = 2, sched_switch = 4, sched_waking = 20
+ *     FtraceEvent.timestamp = 1, pid = 2, sched_switch = 4, sched_waking = 20,
+ *     softirq_entry = 24, softirq_exit = 25, irq_handler_entry = 36, irq_handler_exit = 37
  *   protos/perfetto/trace/ftrace/sched.proto
  *     SchedSwitchFtraceEvent.prev_comm = 1, prev_pid = 2, prev_prio = 3, prev_state = 4
  *     (int64), next_comm = 5, next_pid = 6, next_prio = 7
  *     SchedWakingFtraceEvent.comm = 1, pid = 2, prio = 3, success = 4, target_cpu = 5
+ *   protos/perfetto/trace/ftrace/irq.proto
+ *     IrqHandlerEntryFtraceEvent.irq = 1 (int32), name = 2
+ *     IrqHandlerExitFtraceEvent.irq = 1 (int32), ret = 2 (int32)
+ *     SoftirqEntryFtraceEvent.vec = 1, SoftirqExitFtraceEvent.vec = 1
  *   protos/perfetto/trace/track_event/track_descriptor.proto
- *     TrackDescriptor.uuid = 1, name = 2, process = 3, thread = 4
+ *     TrackDescriptor.uuid = 1, name = 2, process = 3, thread = 4, parent_uuid = 5
  *   protos/perfetto/trace/track_event/process_descriptor.proto
  *     ProcessDescriptor.pid = 1, process_name = 6
  *   protos/perfetto/trace/track_event/thread_descriptor.proto
@@ -168,6 +200,7 @@
 /* Track uuids: global to the trace, not 0; tids and pids stay below 2^22. */
 #define THREAD_TRACK_UUID(tid) (UINT64_C(0x4850000000000000) | (uint64_t)(tid))
 #define PROCESS_TRACK_UUID(pid) (UINT64_C(0x4850100000000000) | (uint64_t)(pid))
+#define FAULTS_TRACK_UUID(tid) (UINT64_C(0x4850200000000000) | (uint64_t)(tid))
 
 #define EXPORT_FLUSH_BYTES (256u * 1024)
 #define EXPORT_BUNDLE_EVENTS 1000
@@ -241,6 +274,10 @@ enum {
 	FTRACE_EVENT_PID = 2,
 	FTRACE_EVENT_SCHED_SWITCH = 4,
 	FTRACE_EVENT_SCHED_WAKING = 20,
+	FTRACE_EVENT_SOFTIRQ_ENTRY = 24,
+	FTRACE_EVENT_SOFTIRQ_EXIT = 25,
+	FTRACE_EVENT_IRQ_HANDLER_ENTRY = 36,
+	FTRACE_EVENT_IRQ_HANDLER_EXIT = 37,
 };
 
 enum {
@@ -262,10 +299,20 @@ enum {
 };
 
 enum {
+	IRQ_HANDLER_ENTRY_IRQ = 1,
+	IRQ_HANDLER_ENTRY_NAME = 2,
+	IRQ_HANDLER_EXIT_IRQ = 1,
+	IRQ_HANDLER_EXIT_RET = 2,
+	SOFTIRQ_ENTRY_VEC = 1,
+	SOFTIRQ_EXIT_VEC = 1,
+};
+
+enum {
 	TRACK_DESCRIPTOR_UUID = 1,
 	TRACK_DESCRIPTOR_NAME = 2,
 	TRACK_DESCRIPTOR_PROCESS = 3,
 	TRACK_DESCRIPTOR_THREAD = 4,
+	TRACK_DESCRIPTOR_PARENT_UUID = 5,
 	PROCESS_DESCRIPTOR_PID = 1,
 	PROCESS_DESCRIPTOR_PROCESS_NAME = 6,
 	THREAD_DESCRIPTOR_PID = 1,
@@ -325,8 +372,17 @@ enum {
 	CPU_MODE_USER = 2,
 };
 
-/* What a bundle holds: a sched_switch row or a WakeupTable row. */
-enum { EV_SWITCH, EV_WAKING };
+/* What a bundle holds: a sched_switch row, a WakeupTable row, an IrqTable row's entry or exit. */
+enum { EV_SWITCH, EV_WAKING, EV_IRQ_ENTRY, EV_IRQ_EXIT };
+
+/* IrqTable.kind and .flags */
+#define IRQ_KIND_HARD 1
+#define IRQ_KIND_SOFT 2
+#define IRQ_FLAG_RUNNING 0x1
+#define SOFTIRQ_VECTORS 10 /* HI 0 .. RCU 9: the ones trace_processor has a name for */
+
+/* LockTable.flags: the lock is the mmap_lock of the thread's own process */
+#define LOCK_FLAG_MMAP 0x10000
 
 #define PRIO_UNKNOWN INT32_MIN
 
@@ -339,11 +395,18 @@ struct cpu_batch {
 	uint8_t kind[EXPORT_BUNDLE_EVENTS];
 };
 
+/* An IRQ whose exit is still to be written. */
+struct irq_exit {
+	uint64_t ts;
+	uint32_t idx;
+};
+
 /* Every thread the snapshot names, sorted by tid. */
 struct thread_info {
 	uint32_t tid, pid;
 	int32_t prio; /* latest seen in the sched_switch sweep; PRIO_UNKNOWN */
 	bool described; /* its TrackDescriptor is out */
+	bool faults_described; /* and the one of its "page faults" track */
 	const char *comm;
 };
 
@@ -356,6 +419,9 @@ struct exporter {
 	struct thread_info *threads;
 	size_t nthreads;
 	bool process_described;
+	/* IRQs entered whose exit is not written yet: a min-heap by (ts, idx) */
+	struct irq_exit *exits;
+	size_t nexits, exits_cap;
 	/* samples: the distinct (kstack << 32 | ustack) pairs, sorted; iid = position + 1 */
 	uint64_t *stack_keys;
 	size_t nkeys;
@@ -386,6 +452,7 @@ static int validate(const Hostprof__Snapshot *snap, size_t *ret_ncpus)
 {
 	const Hostprof__SchedSwitchTable *sw = snap->switches;
 	const Hostprof__WakeupTable *wk = snap->wakeups;
+	const Hostprof__IrqTable *irq = snap->irqs;
 	size_t ncpus = 0;
 	int r;
 
@@ -404,6 +471,13 @@ static int validate(const Hostprof__Snapshot *snap, size_t *ret_ncpus)
 		if (wk->n_ts_delta > UINT32_MAX)
 			return -EINVAL;
 		r = check_cpus(wk->cpu, wk->n_ts_delta, &ncpus);
+		if (r < 0)
+			return r;
+	}
+	if (irq) {
+		if (irq->n_ts_delta > UINT32_MAX)
+			return -EINVAL;
+		r = check_cpus(irq->cpu, irq->n_ts_delta, &ncpus);
 		if (r < 0)
 			return r;
 	}
@@ -642,13 +716,17 @@ static int build_thread_index(struct exporter *e)
 	const Hostprof__OffCpuTable *off = s->offcpu;
 	const Hostprof__MigrationTable *mg = s->migrations;
 	const Hostprof__SampleTable *smp = s->samples;
+	const Hostprof__ReclaimTable *rc = s->reclaims;
+	const Hostprof__LockTable *lk = s->locks;
+	const Hostprof__FaultTable *ft = s->faults;
 	_cleanup_free_ uint32_t *tids = NULL;
 	size_t i, n = 0, total, nsw;
 
 	nsw = sw ? sw->n_ts_delta : 0;
 	total = s->n_threads + s->n_markers + 2 * nsw + (wk ? 2 * wk->n_ts_delta : 0) +
 		(sc ? sc->n_ts_delta : 0) + (off ? off->n_ts_delta : 0) + (mg ? mg->n_ts_delta : 0) +
-		(smp ? smp->n_ts_delta : 0);
+		(smp ? smp->n_ts_delta : 0) + (rc ? rc->n_ts_delta : 0) + (lk ? lk->n_ts_delta : 0) +
+		(ft ? ft->n_ts_delta : 0);
 	tids = malloc(MAX(total, (size_t)1) * sizeof(*tids));
 	if (!tids)
 		return -ENOMEM;
@@ -672,6 +750,12 @@ static int build_thread_index(struct exporter *e)
 		append_tids(tids, &n, mg->tid, mg->n_ts_delta);
 	if (smp)
 		append_tids(tids, &n, smp->tid, smp->n_ts_delta);
+	if (rc)
+		append_tids(tids, &n, rc->tid, rc->n_ts_delta);
+	if (lk)
+		append_tids(tids, &n, lk->tid, lk->n_ts_delta);
+	if (ft)
+		append_tids(tids, &n, ft->tid, ft->n_ts_delta);
 
 	qsort_safe(tids, n, sizeof(*tids), cmp_u32);
 	e->threads = calloc(MAX(n, (size_t)1), sizeof(*e->threads));
@@ -720,10 +804,16 @@ static int build_thread_index(struct exporter *e)
 		note_pid(e, mg->tid[i], mg->pid[i]);
 	for (i = 0; smp && i < smp->n_ts_delta; i++)
 		note_pid(e, smp->tid[i], smp->pid[i]);
+	for (i = 0; rc && i < rc->n_ts_delta; i++)
+		note_pid(e, rc->tid[i], rc->pid[i]);
+	for (i = 0; lk && i < lk->n_ts_delta; i++)
+		note_pid(e, lk->tid[i], lk->pid[i]);
+	for (i = 0; ft && i < ft->n_ts_delta; i++)
+		note_pid(e, ft->tid[i], ft->pid[i]);
 	return 0;
 }
 
-/* ---- 4. sched_switch and sched_waking, bundled per CPU --------------------------------- */
+/* ---- 4. sched_switch, sched_waking and IRQs, bundled per CPU --------------------------- */
 
 static void write_sched_switch(struct pbw *w, const Hostprof__Snapshot *s, size_t i, uint64_t ts)
 {
@@ -766,6 +856,35 @@ static void write_sched_waking(struct exporter *e, size_t i, uint64_t ts, int32_
 	pbw_end(w, ev);
 }
 
+/* The entry (or exit) of IrqTable row i: irq_handler_* for a hard IRQ, softirq_* for a softirq. */
+static void write_irq(struct exporter *e, size_t i, uint64_t ts, bool exit)
+{
+	const Hostprof__IrqTable *t = e->snap->irqs;
+	struct pbw *w = &e->w;
+	size_t ev, irq;
+
+	ev = pbw_begin(w, BUNDLE_EVENT);
+	pbw_varint(w, FTRACE_EVENT_TIMESTAMP, ts);
+	if ((t->flags[i] & IRQ_FLAG_RUNNING) && t->tid[i])
+		pbw_varint(w, FTRACE_EVENT_PID, t->tid[i]);
+	if (t->kind[i] == IRQ_KIND_HARD) {
+		if (exit) {
+			irq = pbw_begin(w, FTRACE_EVENT_IRQ_HANDLER_EXIT);
+			pbw_int(w, IRQ_HANDLER_EXIT_IRQ, (int32_t)t->num[i]);
+			pbw_int(w, IRQ_HANDLER_EXIT_RET, 1); /* IRQ_HANDLED: see the top of the file */
+		} else {
+			irq = pbw_begin(w, FTRACE_EVENT_IRQ_HANDLER_ENTRY);
+			pbw_int(w, IRQ_HANDLER_ENTRY_IRQ, (int32_t)t->num[i]);
+			pbw_string(w, IRQ_HANDLER_ENTRY_NAME, string_at(e->snap, t->name[i]));
+		}
+	} else {
+		irq = pbw_begin(w, exit ? FTRACE_EVENT_SOFTIRQ_EXIT : FTRACE_EVENT_SOFTIRQ_ENTRY);
+		pbw_varint(w, exit ? SOFTIRQ_EXIT_VEC : SOFTIRQ_ENTRY_VEC, t->num[i]);
+	}
+	pbw_end(w, irq);
+	pbw_end(w, ev);
+}
+
 static int write_bundle(struct exporter *e, uint32_t cpu, struct cpu_batch *b)
 {
 	struct pbw *w = &e->w;
@@ -776,10 +895,17 @@ static int write_bundle(struct exporter *e, uint32_t cpu, struct cpu_batch *b)
 	bundle = pbw_begin(w, PACKET_FTRACE_EVENTS);
 	pbw_varint(w, BUNDLE_CPU, cpu);
 	for (k = 0; k < b->n; k++) {
-		if (b->kind[k] == EV_SWITCH)
+		switch (b->kind[k]) {
+		case EV_SWITCH:
 			write_sched_switch(w, e->snap, b->idx[k], b->ts[k]);
-		else
+			break;
+		case EV_WAKING:
 			write_sched_waking(e, b->idx[k], b->ts[k], b->prio[k]);
+			break;
+		default:
+			write_irq(e, b->idx[k], b->ts[k], b->kind[k] == EV_IRQ_EXIT);
+			break;
+		}
 	}
 	pbw_end(w, bundle);
 	b->n = 0;
@@ -806,50 +932,149 @@ static int batch_add(struct exporter *e, uint32_t cpu, uint8_t kind, size_t idx,
 	return 0;
 }
 
-static int write_sched(struct exporter *e)
+static bool exit_before(const struct irq_exit *a, const struct irq_exit *b)
+{
+	return a->ts < b->ts || (a->ts == b->ts && a->idx < b->idx);
+}
+
+static int exits_push(struct exporter *e, uint64_t ts, uint32_t idx)
+{
+	struct irq_exit x = { .ts = ts, .idx = idx };
+	size_t i;
+
+	if (e->nexits == e->exits_cap) {
+		size_t cap = e->exits_cap ? 2 * e->exits_cap : 16;
+		struct irq_exit *p = reallocarray(e->exits, cap, sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		e->exits = p;
+		e->exits_cap = cap;
+	}
+	for (i = e->nexits++; i > 0 && exit_before(&x, &e->exits[(i - 1) / 2]); i = (i - 1) / 2)
+		e->exits[i] = e->exits[(i - 1) / 2];
+	e->exits[i] = x;
+	return 0;
+}
+
+static struct irq_exit exits_pop(struct exporter *e)
+{
+	struct irq_exit top = e->exits[0], last = e->exits[--e->nexits];
+	size_t i = 0, child;
+
+	for (; (child = 2 * i + 1) < e->nexits; i = child) {
+		if (child + 1 < e->nexits && exit_before(&e->exits[child + 1], &e->exits[child]))
+			child++;
+		if (!exit_before(&e->exits[child], &last))
+			break;
+		e->exits[i] = e->exits[child];
+	}
+	if (e->nexits)
+		e->exits[i] = last;
+	return top;
+}
+
+/* A table's rows in time order: row i and its absolute time. */
+struct cursor {
+	const uint64_t *delta;
+	size_t i, n;
+	uint64_t ts;
+};
+
+static void cursor_init(struct cursor *c, uint64_t start, const uint64_t *delta, size_t n)
+{
+	*c = (struct cursor){ .delta = delta, .n = n, .ts = start };
+	if (n)
+		c->ts += delta[0];
+}
+
+static void cursor_next(struct cursor *c)
+{
+	if (++c->i < c->n)
+		c->ts += c->delta[c->i];
+}
+
+static bool cursor_at(const struct cursor *c, uint64_t ts)
+{
+	return c->i < c->n && c->ts == ts;
+}
+
+static int add_switch(struct exporter *e, size_t i, uint64_t ts)
 {
 	const Hostprof__SchedSwitchTable *t = e->snap->switches;
-	const Hostprof__WakeupTable *wk = e->snap->wakeups;
-	uint64_t ts_sw = e->snap->start_ns, ts_wk = e->snap->start_ns;
-	size_t i = 0, j = 0, nsw, nwk;
+	struct thread_info *p = thread_find(e, t->prev_tid[i]), *q = thread_find(e, t->next_tid[i]);
+
+	/* the prio a later sched_waking of these tasks reports */
+	p->prio = t->prev_prio[i];
+	q->prio = t->next_prio[i];
+	return batch_add(e, t->cpu[i], EV_SWITCH, i, ts, 0);
+}
+
+static int add_waking(struct exporter *e, size_t i, uint64_t ts)
+{
+	const Hostprof__WakeupTable *t = e->snap->wakeups;
+	const struct thread_info *woken = thread_find(e, t->tid[i]);
+
+	return batch_add(e, t->cpu[i], EV_WAKING, i, ts, woken ? woken->prio : PRIO_UNKNOWN);
+}
+
+/* An IRQ's entry now, its exit once everything before it is out. */
+static int add_irq_entry(struct exporter *e, size_t i, uint64_t ts)
+{
+	const Hostprof__IrqTable *t = e->snap->irqs;
+	int r;
+
+	if (t->kind[i] != IRQ_KIND_HARD && !(t->kind[i] == IRQ_KIND_SOFT && t->num[i] < SOFTIRQ_VECTORS))
+		return 0;
+	r = batch_add(e, t->cpu[i], EV_IRQ_ENTRY, i, ts, 0);
+	if (r < 0)
+		return r;
+	return exits_push(e, ts + t->dur_ns[i], (uint32_t)i);
+}
+
+static int write_sched(struct exporter *e)
+{
+	const Hostprof__Snapshot *s = e->snap;
+	struct cursor sw, wk, irq;
 	uint32_t cpu;
 	int r;
 
-	nsw = t ? t->n_ts_delta : 0;
-	nwk = wk ? wk->n_ts_delta : 0;
-	if (nsw + nwk == 0)
+	cursor_init(&sw, s->start_ns, s->switches ? s->switches->ts_delta : NULL,
+		    s->switches ? s->switches->n_ts_delta : 0);
+	cursor_init(&wk, s->start_ns, s->wakeups ? s->wakeups->ts_delta : NULL, s->wakeups ? s->wakeups->n_ts_delta : 0);
+	cursor_init(&irq, s->start_ns, s->irqs ? s->irqs->ts_delta : NULL, s->irqs ? s->irqs->n_ts_delta : 0);
+	if (sw.n + wk.n + irq.n == 0)
 		return 0;
 
 	e->batches = calloc(e->ncpus, sizeof(*e->batches));
 	if (!e->batches)
 		return -ENOMEM;
 
-	if (nsw)
-		ts_sw += t->ts_delta[0];
-	if (nwk)
-		ts_wk += wk->ts_delta[0];
-	while (i < nsw || j < nwk) {
-		if (j < nwk && (i == nsw || ts_wk <= ts_sw)) {
-			const struct thread_info *woken = thread_find(e, wk->tid[j]);
+	while (sw.i < sw.n || wk.i < wk.n || irq.i < irq.n || e->nexits) {
+		uint64_t next = UINT64_MAX;
 
-			r = batch_add(e, wk->cpu[j], EV_WAKING, j, ts_wk, woken ? woken->prio : PRIO_UNKNOWN);
-			if (r < 0)
-				return r;
-			if (++j < nwk)
-				ts_wk += wk->ts_delta[j];
+		if (sw.i < sw.n)
+			next = MIN(next, sw.ts);
+		if (wk.i < wk.n)
+			next = MIN(next, wk.ts);
+		if (irq.i < irq.n)
+			next = MIN(next, irq.ts);
+		if (e->nexits && e->exits[0].ts <= next) {
+			struct irq_exit x = exits_pop(e);
+
+			r = batch_add(e, s->irqs->cpu[x.idx], EV_IRQ_EXIT, x.idx, x.ts, 0);
+		} else if (cursor_at(&wk, next)) {
+			r = add_waking(e, wk.i, next);
+			cursor_next(&wk);
+		} else if (cursor_at(&irq, next)) {
+			r = add_irq_entry(e, irq.i, next);
+			cursor_next(&irq);
 		} else {
-			struct thread_info *p = thread_find(e, t->prev_tid[i]),
-					   *q = thread_find(e, t->next_tid[i]);
-
-			/* the prio a later sched_waking of these tasks reports */
-			p->prio = t->prev_prio[i];
-			q->prio = t->next_prio[i];
-			r = batch_add(e, t->cpu[i], EV_SWITCH, i, ts_sw, 0);
-			if (r < 0)
-				return r;
-			if (++i < nsw)
-				ts_sw += t->ts_delta[i];
+			r = add_switch(e, sw.i, next);
+			cursor_next(&sw);
 		}
+		if (r < 0)
+			return r;
 	}
 
 	for (cpu = 0; cpu < e->ncpus; cpu++) {
@@ -864,7 +1089,7 @@ static int write_sched(struct exporter *e)
 	return 0;
 }
 
-/* ---- 5. Thread tracks: syscalls, off-CPU intervals, migrations, markers -------------- */
+/* ---- 5. Thread tracks: syscalls, off-CPU, migrations, markers, reclaim, locks, faults -- */
 
 static int describe_thread(struct exporter *e, struct thread_info *t, uint32_t pid)
 {
@@ -1170,6 +1395,157 @@ static int write_markers(struct exporter *e)
 	return 0;
 }
 
+static int write_reclaims(struct exporter *e)
+{
+	const Hostprof__ReclaimTable *t = e->snap->reclaims;
+	struct pbw *w = &e->w;
+	uint64_t ts = e->snap->start_ns, uuid;
+	size_t i, n, packet, ev;
+	char gfp[16];
+	int r;
+
+	n = t ? t->n_ts_delta : 0;
+	for (i = 0; i < n; i++) {
+		ts += t->ts_delta[i];
+		r = track_of(e, t->tid[i], t->pid[i], &uuid);
+		if (r < 0)
+			return r;
+		ev = event_begin(w, ts, uuid, TYPE_SLICE_BEGIN, "memory", hps_reclaim_kind_name(t->kind[i]), &packet);
+		annotate_int(w, "order", t->order[i]);
+		snprintf(gfp, sizeof(gfp), "0x%" PRIx32, t->gfp[i]);
+		annotate_string(w, "gfp", gfp);
+		annotate_int(w, "result", t->result[i]);
+		annotate_uint(w, "duration_ns", t->dur_ns[i]);
+		annotate_uint(w, "cpu", t->cpu[i]);
+		r = event_end(e, packet, ev);
+		if (r < 0)
+			return r;
+		r = slice_end(e, ts + t->dur_ns[i], uuid);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* "lock wait: mmap_lock (rwsem read)", or without the lock's name when it has none. */
+static void lock_wait_name(const Hostprof__Snapshot *s, size_t i, char *buf, size_t len)
+{
+	const Hostprof__LockTable *t = s->locks;
+	const char *lock = t->flags[i] & LOCK_FLAG_MMAP ? "mmap_lock" : string_at(s, t->name[i]);
+	const char *kind = hps_lock_kind_name(t->flags[i]);
+
+	if (*lock)
+		snprintf(buf, len, "lock wait: %s (%s)", lock, kind);
+	else
+		snprintf(buf, len, "lock wait: %s", kind);
+}
+
+static int write_locks(struct exporter *e)
+{
+	const Hostprof__Snapshot *s = e->snap;
+	const Hostprof__LockTable *t = s->locks;
+	struct pbw *w = &e->w;
+	uint64_t ts = s->start_ns, uuid;
+	size_t i, n, packet, ev;
+	char name[128], hex[24];
+	int r;
+
+	n = t ? t->n_ts_delta : 0;
+	for (i = 0; i < n; i++) {
+		ts += t->ts_delta[i];
+		r = track_of(e, t->tid[i], t->pid[i], &uuid);
+		if (r < 0)
+			return r;
+		lock_wait_name(s, i, name, sizeof(name));
+		ev = event_begin(w, ts, uuid, TYPE_SLICE_BEGIN, "lock", name, &packet);
+		snprintf(hex, sizeof(hex), "0x%" PRIx64, t->lock[i]);
+		annotate_string(w, "lock", hex);
+		snprintf(hex, sizeof(hex), "0x%" PRIx32, t->flags[i]);
+		annotate_string(w, "flags", hex);
+		annotate_int(w, "ret", t->ret[i]);
+		annotate_uint(w, "duration_ns", t->dur_ns[i]);
+		annotate_uint(w, "cpu", t->cpu[i]);
+		if (t->kstack[i])
+			annotate_string(w, "kernel_stack", stack_text(e, t->kstack[i]));
+		r = event_end(e, packet, ev);
+		if (r < 0)
+			return r;
+		r = slice_end(e, ts + t->dur_ns[i], uuid);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* The "page faults" track of tid, a child of its thread track, described on first use. */
+static int faults_track_of(struct exporter *e, uint32_t tid, uint32_t pid, uint64_t *ret_uuid)
+{
+	struct pbw *w = &e->w;
+	struct thread_info *t;
+	size_t packet, td;
+	uint64_t parent;
+	int r;
+
+	r = track_of(e, tid, pid, &parent);
+	if (r < 0)
+		return r;
+	if (tid == 0) { /* no thread: the process track holds them */
+		*ret_uuid = parent;
+		return 0;
+	}
+	t = thread_find(e, tid);
+	if (!t->faults_described) {
+		packet = packet_begin(w, 0);
+		td = pbw_begin(w, PACKET_TRACK_DESCRIPTOR);
+		pbw_varint(w, TRACK_DESCRIPTOR_UUID, FAULTS_TRACK_UUID(tid));
+		pbw_varint(w, TRACK_DESCRIPTOR_PARENT_UUID, parent);
+		pbw_string(w, TRACK_DESCRIPTOR_NAME, "page faults");
+		pbw_end(w, td);
+		t->faults_described = true;
+		r = packet_end(e, packet);
+		if (r < 0)
+			return r;
+	}
+	*ret_uuid = FAULTS_TRACK_UUID(tid);
+	return 0;
+}
+
+static int write_faults(struct exporter *e)
+{
+	const Hostprof__FaultTable *t = e->snap->faults;
+	struct pbw *w = &e->w;
+	uint64_t ts = e->snap->start_ns, uuid;
+	size_t i, n, packet, ev;
+	char name[80];
+	int r;
+
+	n = t ? t->n_ts_delta : 0;
+	for (i = 0; i < n; i++) {
+		uint64_t total = t->faults[i] ? t->faults[i] : (uint64_t)t->minor[i] + t->major[i];
+
+		ts += t->ts_delta[i];
+		r = faults_track_of(e, t->tid[i], t->pid[i], &uuid);
+		if (r < 0)
+			return r;
+		snprintf(name, sizeof(name), "page faults: %" PRIu64 " (%" PRIu32 " major)", total, t->major[i]);
+		ev = event_begin(w, ts, uuid, TYPE_SLICE_BEGIN, "memory", name, &packet);
+		annotate_uint(w, "faults", t->faults[i]);
+		annotate_uint(w, "write", t->write[i]);
+		annotate_uint(w, "exec", t->exec[i]);
+		annotate_uint(w, "prot", t->prot[i]);
+		annotate_uint(w, "minor", t->minor[i]);
+		annotate_uint(w, "major", t->major[i]);
+		annotate_uint(w, "duration_ns", t->dur_ns[i]);
+		r = event_end(e, packet, ev);
+		if (r < 0)
+			return r;
+		r = slice_end(e, ts + t->dur_ns[i], uuid);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 /* ---- 6. Samples ------------------------------------------------------------------------ */
 
 static int hex_value(char c)
@@ -1437,6 +1813,15 @@ static int write_trace(struct exporter *e)
 	r = write_markers(e);
 	if (r < 0)
 		return r;
+	r = write_reclaims(e);
+	if (r < 0)
+		return r;
+	r = write_locks(e);
+	if (r < 0)
+		return r;
+	r = write_faults(e);
+	if (r < 0)
+		return r;
 	r = write_samples(e);
 	if (r < 0)
 		return r;
@@ -1458,6 +1843,7 @@ static void exporter_free(struct exporter *e)
 			free(e->batches[cpu]);
 	free(e->batches);
 	free(e->threads);
+	free(e->exits);
 	free(e->stack_keys);
 	free(e->key_sent);
 	free(e->frame_sent);

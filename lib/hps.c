@@ -130,6 +130,54 @@ static bool task_events_ok(const Hostprof__Snapshot *s)
 	return true;
 }
 
+static bool irqs_ok(const Hostprof__Snapshot *s)
+{
+	const Hostprof__IrqTable *t = s->irqs;
+	size_t n = t->n_ts_delta;
+
+	if (!SAME_LEN(t, n, dur_ns) || !SAME_LEN(t, n, cpu) || !SAME_LEN(t, n, kind) || !SAME_LEN(t, n, num) ||
+	    !SAME_LEN(t, n, name) || !SAME_LEN(t, n, tid) || !SAME_LEN(t, n, pid) || !SAME_LEN(t, n, flags))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!IDX_OK(t->name[i], s->n_strings))
+			return false;
+	return true;
+}
+
+static bool reclaims_ok(const Hostprof__Snapshot *s)
+{
+	const Hostprof__ReclaimTable *t = s->reclaims;
+	size_t n = t->n_ts_delta;
+
+	return SAME_LEN(t, n, dur_ns) && SAME_LEN(t, n, tid) && SAME_LEN(t, n, pid) && SAME_LEN(t, n, kind) &&
+	       SAME_LEN(t, n, order) && SAME_LEN(t, n, gfp) && SAME_LEN(t, n, result) && SAME_LEN(t, n, cpu);
+}
+
+static bool faults_ok(const Hostprof__Snapshot *s)
+{
+	const Hostprof__FaultTable *t = s->faults;
+	size_t n = t->n_ts_delta;
+
+	return SAME_LEN(t, n, dur_ns) && SAME_LEN(t, n, tid) && SAME_LEN(t, n, pid) && SAME_LEN(t, n, faults) &&
+	       SAME_LEN(t, n, write) && SAME_LEN(t, n, exec) && SAME_LEN(t, n, prot) && SAME_LEN(t, n, minor) &&
+	       SAME_LEN(t, n, major);
+}
+
+static bool locks_ok(const Hostprof__Snapshot *s)
+{
+	const Hostprof__LockTable *t = s->locks;
+	size_t n = t->n_ts_delta;
+
+	if (!SAME_LEN(t, n, dur_ns) || !SAME_LEN(t, n, tid) || !SAME_LEN(t, n, pid) || !SAME_LEN(t, n, lock) ||
+	    !SAME_LEN(t, n, flags) || !SAME_LEN(t, n, ret) || !SAME_LEN(t, n, kstack) || !SAME_LEN(t, n, cpu) ||
+	    !SAME_LEN(t, n, name))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!IDX1_OK(t->kstack[i], s->n_stacks) || !IDX_OK(t->name[i], s->n_strings))
+			return false;
+	return true;
+}
+
 static bool stacks_ok(const Hostprof__Snapshot *s)
 {
 	for (size_t i = 0; i < s->n_stacks; i++)
@@ -202,7 +250,11 @@ static bool all_times_ok(const Hostprof__Snapshot *s)
 	       (!s->syscalls || times_ok(t0, s->syscalls->ts_delta, s->syscalls->dur_ns, s->syscalls->n_ts_delta)) &&
 	       (!s->offcpu || times_ok(t0, s->offcpu->ts_delta, s->offcpu->dur_ns, s->offcpu->n_ts_delta)) &&
 	       (!s->samples || times_ok(t0, s->samples->ts_delta, NULL, s->samples->n_ts_delta)) &&
-	       (!s->task_events || times_ok(t0, s->task_events->ts_delta, NULL, s->task_events->n_ts_delta));
+	       (!s->task_events || times_ok(t0, s->task_events->ts_delta, NULL, s->task_events->n_ts_delta)) &&
+	       (!s->irqs || times_ok(t0, s->irqs->ts_delta, s->irqs->dur_ns, s->irqs->n_ts_delta)) &&
+	       (!s->reclaims || times_ok(t0, s->reclaims->ts_delta, s->reclaims->dur_ns, s->reclaims->n_ts_delta)) &&
+	       (!s->faults || times_ok(t0, s->faults->ts_delta, s->faults->dur_ns, s->faults->n_ts_delta)) &&
+	       (!s->locks || times_ok(t0, s->locks->ts_delta, s->locks->dur_ns, s->locks->n_ts_delta));
 }
 
 /* What every exporter may rely on: no missing entries, tables line up, indexes stay in
@@ -224,6 +276,14 @@ static bool snapshot_consistent(const Hostprof__Snapshot *s)
 	if (s->samples && !samples_ok(s))
 		return false;
 	if (s->task_events && !task_events_ok(s))
+		return false;
+	if (s->irqs && !irqs_ok(s))
+		return false;
+	if (s->reclaims && !reclaims_ok(s))
+		return false;
+	if (s->faults && !faults_ok(s))
+		return false;
+	if (s->locks && !locks_ok(s))
 		return false;
 	return stacks_ok(s) && all_times_ok(s); /* after the lengths: dur_ns is as long as ts_delta */
 }

@@ -22,6 +22,15 @@
  *    with its wakers.
  *  - its on-CPU samples by leaf function: the innermost user frame, else the innermost
  *    kernel frame.
+ *  - interference, from the tables Snapshot.interference says were captured (a table
+ *    whose bit is clear is ignored, and then the report says nothing of it but that it
+ *    was not captured): the interrupts that stole its CPU time (IrqTable rows with flag 1
+ *    and its tid) and those that ran on a CPU while it waited there (flag 2: the row
+ *    names only the process, so a row goes to each thread that, by the switch table, was
+ *    runnable and not running on that CPU at the time), grouped by kind, number and name;
+ *    its reclaim and compaction by kind and order; its page-fault counts; its kernel lock
+ *    waits by lock and kind. A hard IRQ nested in a softirq on the same CPU is counted in
+ *    its own group but only once in a thread's total.
  *
  * The worst stall: every interval in which a watched thread could not run is a
  * candidate. A thread that wanted the CPU and did not get it (preempted, or woken and
@@ -29,6 +38,16 @@
  * something else; one sleeping interruptibly (S) is most often waiting for work. So the
  * longest involuntary interval is the worst stall, and the longest blocked interval only
  * when there is no involuntary one. Ties go to the earlier interval.
+ *
+ * Interference can name the cause instead: a thread's single reclaim, lock wait or
+ * interrupt, and the total time its top group of interrupts took from it while it ran
+ * ("lost 18% of CPU 1 to softirq NET_RX"). All of them are involuntary. The longest single event wins over the scheduler's worst stall when it is
+ * at least as long, a total when it is longer; and a single event wins regardless of its
+ * length when it covers at least half of a runqueue wait or a blocked interval of the
+ * same thread that is the worst stall (a lock wait is the D interval it slept in, a
+ * softirq is why a woken thread found its CPU busy). A preemption is never explained
+ * away: the task that preempted is its cause. Without interference data the verdict is
+ * the scheduler's.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -52,10 +71,30 @@
 #define TOP_FUNCTIONS 10
 #define TOP_MIGRATIONS 10
 #define TOP_IDLE_THREADS 20
+#define TOP_IRQS 10
+#define TOP_RECLAIMS 10
+#define TOP_LOCKS 5
+#define LOCK_FRAMES 6 /* of the longest wait's kernel stack */
+#define TOP_GROUP_CPUS 8 /* text: CPUs named after an interrupt group */
+
+#define MAX_CPU_TRACKED 16384 /* interrupt nesting is followed on CPUs below this */
 
 #define STACK_INDENT 32 /* text: frames under the off-CPU columns */
 
 #define STATE_D 0x2 /* TASK_UNINTERRUPTIBLE in the sched_switch encoding */
+
+/* Snapshot.interference: the tables captured */
+#define INTERF_IRQ 0x1
+#define INTERF_RECLAIM 0x2
+#define INTERF_FAULTS 0x4
+#define INTERF_LOCKS 0x8
+
+#define IRQ_HARD 1 /* IrqTable.kind */
+#define IRQ_SOFT 2
+#define IRQ_RAN 0x1 /* IrqTable.flags: it interrupted tid */
+#define IRQ_WAITED 0x2 /* a thread of pid waited on its CPU */
+#define RECLAIM_COMPACT 3 /* ReclaimTable.kind: result is a status, not pages */
+#define LOCK_MMAP 0x10000 /* LockTable.flags: its process's mmap_lock */
 
 /* Room for one more element in *arrp, which holds n of *cap. */
 static int reserve_one(void *arrp, size_t n, size_t *cap, size_t size)
@@ -398,6 +437,53 @@ struct offcpu_group {
 	size_t n_wakers, cap_wakers;
 };
 
+/* Interrupts of one kind, number and name that touched a thread one way. */
+struct irq_group {
+	uint32_t kind, num, name;
+	uint64_t count, time_ns, max_ns;
+	size_t max_row; /* the longest (the earliest of equals) */
+	uint32_t *cpus; /* sorted, distinct */
+	size_t n_cpus, cap_cpus;
+};
+
+/* Interrupts that touched a thread while it ran (stole its time) or while it waited. */
+struct irq_side {
+	struct irq_group *g; /* by total time */
+	size_t n, cap;
+	uint64_t count, time_ns; /* time_ns: a hard IRQ nested in a softirq counts once */
+};
+
+/* Reclaim or compaction of one kind and allocation order in one thread. */
+struct reclaim_group {
+	uint32_t kind;
+	int32_t order;
+	uint64_t count, time_ns, max_ns;
+	int64_t pages; /* reclaim: pages reclaimed, summed */
+	size_t max_row;
+};
+
+/* Waits of one thread for one lock, taken one way (LockTable.flags). */
+struct lock_group {
+	uint64_t lock;
+	uint32_t flags, name;
+	uint64_t count, time_ns, max_ns, failed;
+	size_t max_row;
+};
+
+struct fault_sum {
+	uint64_t periods, over_ns; /* over_ns: the periods' durations, summed */
+	uint64_t faults, write, exec, prot, minor, major;
+	uint64_t peak_major; /* the most major faults in one period */
+	size_t peak_row;
+};
+
+/* A thread runnable and not running from begin to end: on CPU cpu_out's runqueue, then cpu_in's. */
+struct rq_wait {
+	uint64_t begin, end;
+	uint32_t cpu_out, cpu_in;
+	size_t thread;
+};
+
 /* On-CPU samples of one thread with the same leaf function. */
 struct leaf_count {
 	const char *name;
@@ -438,6 +524,16 @@ struct wthread {
 	size_t n_leaves, cap_leaves;
 	uint64_t samples;
 
+	struct irq_side irq_ran, irq_waited;
+	struct reclaim_group *rcl; /* by total time */
+	size_t n_rcl, cap_rcl;
+	uint64_t rcl_count, rcl_ns, rcl_max_ns;
+	struct fault_sum flt;
+	struct lock_group *lck; /* by total time */
+	size_t n_lck, cap_lck;
+	uint64_t lck_count, lck_ns, lck_max_ns;
+	bool interfered; /* a row of its own in a captured interference table */
+
 	bool active; /* any event at all */
 };
 
@@ -446,11 +542,16 @@ enum stall_kind {
 	STALL_PREEMPTED, /* row: the switch-out */
 	STALL_RUNQUEUE, /* row: the switch-in, after a wakeup */
 	STALL_BLOCKED, /* row: the off-CPU interval */
+	STALL_RECLAIM, /* row: the reclaim */
+	STALL_LOCK, /* row: the lock wait */
+	STALL_IRQ, /* row: the interrupt */
+	STALL_IRQ_TOTAL, /* row: the group in the thread's irq_ran; dur: its total */
 };
 
 struct stall {
 	enum stall_kind kind;
 	bool involuntary, to_end; /* to_end: still waiting when the window closed */
+	bool waited; /* STALL_IRQ: it ran while the thread waited on its CPU, not while it ran */
 	size_t thread, row;
 	uint64_t ts, dur;
 };
@@ -461,8 +562,17 @@ struct model {
 	struct wthread *t;
 	size_t n;
 	uint64_t *sw_ts, *mg_ts, *sc_ts, *off_ts;
+	uint64_t *irq_ts, *rcl_ts, *flt_ts, *lck_ts;
+	struct rq_wait *waits; /* of every thread, by begin */
+	size_t n_waits, cap_waits;
 	uint64_t samples; /* of the process */
+	uint32_t interference; /* INTERF_*: the tables captured */
+	uint64_t unmatched_count, unmatched_ns; /* interrupts while a thread waited, matched to none */
 	struct stall worst;
+	/* interference: the longest candidate, and the one that best explains the worst stall */
+	struct stall cause, explains;
+	uint64_t explains_overlap;
+	struct stall explained; /* when the verdict is an interference event: the stall it explains */
 };
 
 static void model_free(struct model *m)
@@ -480,12 +590,25 @@ static void model_free(struct model *m)
 			free(w->off[g].wakers);
 		free(w->off);
 		free(w->leaves);
+		for (size_t g = 0; g < w->irq_ran.n; g++)
+			free(w->irq_ran.g[g].cpus);
+		free(w->irq_ran.g);
+		for (size_t g = 0; g < w->irq_waited.n; g++)
+			free(w->irq_waited.g[g].cpus);
+		free(w->irq_waited.g);
+		free(w->rcl);
+		free(w->lck);
 	}
 	free(m->t);
 	free(m->sw_ts);
 	free(m->mg_ts);
 	free(m->sc_ts);
 	free(m->off_ts);
+	free(m->irq_ts);
+	free(m->waits);
+	free(m->rcl_ts);
+	free(m->flt_ts);
+	free(m->lck_ts);
 	frame_names_free(&m->fn);
 	*m = (struct model){};
 }
@@ -558,6 +681,16 @@ static int model_threads(struct model *m)
 		ADD_TID(s->migrations->pid[i], s->migrations->tid[i]);
 	for (size_t i = 0; i < s->n_syscall_hist; i++)
 		ADD_TID(s->syscall_hist[i]->pid, s->syscall_hist[i]->tid);
+	for (size_t i = 0; (m->interference & INTERF_IRQ) && s->irqs && i < s->irqs->n_ts_delta; i++)
+		if (s->irqs->flags[i] & IRQ_RAN)
+			ADD_TID(s->irqs->pid[i], s->irqs->tid[i]);
+	for (size_t i = 0; (m->interference & INTERF_RECLAIM) && s->reclaims && i < s->reclaims->n_ts_delta;
+	     i++)
+		ADD_TID(s->reclaims->pid[i], s->reclaims->tid[i]);
+	for (size_t i = 0; (m->interference & INTERF_FAULTS) && s->faults && i < s->faults->n_ts_delta; i++)
+		ADD_TID(s->faults->pid[i], s->faults->tid[i]);
+	for (size_t i = 0; (m->interference & INTERF_LOCKS) && s->locks && i < s->locks->n_ts_delta; i++)
+		ADD_TID(s->locks->pid[i], s->locks->tid[i]);
 #undef ADD_TID
 
 	qsort_safe(tids, n, sizeof(*tids), cmp_u32);
@@ -587,22 +720,28 @@ static int model_threads(struct model *m)
 	return 0;
 }
 
-static int add_cpu(struct wthread *w, uint32_t cpu)
+/* Adds cpu to a sorted set of n of *cap. */
+static int add_cpu_to(uint32_t **cpus, size_t *n, size_t *cap, uint32_t cpu)
 {
 	size_t i;
 	int r;
 
-	for (i = 0; i < w->n_cpus && w->cpus[i] < cpu; i++)
+	for (i = 0; i < *n && (*cpus)[i] < cpu; i++)
 		;
-	if (i < w->n_cpus && w->cpus[i] == cpu)
+	if (i < *n && (*cpus)[i] == cpu)
 		return 0;
-	r = reserve_one(&w->cpus, w->n_cpus, &w->cap_cpus, sizeof(*w->cpus));
+	r = reserve_one(cpus, *n, cap, sizeof(**cpus));
 	if (r < 0)
 		return r;
-	memmove(w->cpus + i + 1, w->cpus + i, (w->n_cpus - i) * sizeof(*w->cpus));
-	w->cpus[i] = cpu;
-	w->n_cpus++;
+	memmove(*cpus + i + 1, *cpus + i, (*n - i) * sizeof(**cpus));
+	(*cpus)[i] = cpu;
+	(*n)++;
 	return 0;
+}
+
+static int add_cpu(struct wthread *w, uint32_t cpu)
+{
+	return add_cpu_to(&w->cpus, &w->n_cpus, &w->cap_cpus, cpu);
 }
 
 /* Keeps the worst stall: involuntary before voluntary, then longer, then earlier. */
@@ -631,7 +770,24 @@ static size_t thread_index(const struct model *m, const struct wthread *w)
 	return (size_t)(w - m->t);
 }
 
-static void preemption_end(struct model *m, struct wthread *w, uint64_t ts, bool to_end)
+static int add_wait(struct model *m, const struct wthread *w, uint64_t begin, uint64_t end, uint32_t cpu_out,
+		    uint32_t cpu_in)
+{
+	int r;
+
+	if (end <= begin)
+		return 0;
+	r = reserve_one(&m->waits, m->n_waits, &m->cap_waits, sizeof(*m->waits));
+	if (r < 0)
+		return r;
+	m->waits[m->n_waits++] = (struct rq_wait){
+		.begin = begin, .end = end, .cpu_out = cpu_out, .cpu_in = cpu_in, .thread = thread_index(m, w)
+	};
+	return 0;
+}
+
+/* The thread preempted at w->preempted_at runs again at ts on cpu_in. */
+static int preemption_end(struct model *m, struct wthread *w, uint64_t ts, uint32_t cpu_in, bool to_end)
 {
 	struct culprit *c = &w->culprits[w->preempted_by];
 	uint64_t wait = ts > w->preempted_at ? ts - w->preempted_at : 0;
@@ -649,6 +805,7 @@ static void preemption_end(struct model *m, struct wthread *w, uint64_t ts, bool
 	c->time_ns += wait;
 	c->max_ns = MAX(c->max_ns, wait);
 	consider_stall(m, &st);
+	return add_wait(m, w, w->preempted_at, ts, m->snap->switches->cpu[w->preempted_row], cpu_in);
 }
 
 static int preemption_begin(struct wthread *w, const Hostprof__SchedSwitchTable *sw, size_t i, uint64_t ts)
@@ -693,6 +850,17 @@ static int cmp_culprit(const void *a, const void *b)
 	return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
 
+static int cmp_rq_wait(const void *a, const void *b)
+{
+	const struct rq_wait *x = a, *y = b;
+
+	if (x->begin != y->begin)
+		return x->begin < y->begin ? -1 : 1;
+	if (x->thread != y->thread)
+		return x->thread < y->thread ? -1 : 1;
+	return x->end < y->end ? -1 : x->end > y->end;
+}
+
 static int analyze_switches(struct model *m)
 {
 	const Hostprof__Snapshot *s = m->snap;
@@ -710,13 +878,17 @@ static int analyze_switches(struct model *m)
 		w = find_thread(m, sw->next_pid[i], sw->next_tid[i]);
 		if (w) {
 			uint32_t kind = sw->n_next_wait_kind ? sw->next_wait_kind[i] : 0;
+			bool was_preempted = w->preempted;
 
 			w->active = true;
 			r = add_cpu(w, sw->cpu[i]);
 			if (r < 0)
 				return r;
-			if (w->preempted)
-				preemption_end(m, w, ts, false);
+			if (w->preempted) {
+				r = preemption_end(m, w, ts, sw->cpu[i], false);
+				if (r < 0)
+					return r;
+			}
 			if (kind && sw->n_next_wait_ns) {
 				uint64_t wait = sw->next_wait_ns[i];
 
@@ -724,6 +896,13 @@ static int analyze_switches(struct model *m)
 				if (r < 0)
 					return r;
 				w->rq[w->n_rq++] = wait;
+				/* a preemption seen in the window is a wait already */
+				if (kind == 1 || !was_preempted) {
+					r = add_wait(m, w, ts > wait ? ts - wait : 0, ts, sw->cpu[i],
+						     sw->cpu[i]);
+					if (r < 0)
+						return r;
+				}
 				if (kind == 1) {
 					struct stall st = { .kind = STALL_RUNQUEUE,
 							    .involuntary = true,
@@ -755,11 +934,16 @@ static int analyze_switches(struct model *m)
 	for (size_t i = 0; i < m->n; i++) {
 		struct wthread *w = &m->t[i];
 
-		if (w->preempted)
-			preemption_end(m, w, MAX(s->end_ns, w->preempted_at), true);
+		if (w->preempted) {
+			r = preemption_end(m, w, MAX(s->end_ns, w->preempted_at), sw->cpu[w->preempted_row],
+					   true);
+			if (r < 0)
+				return r;
+		}
 		qsort_safe(w->culprits, w->n_culprits, sizeof(*w->culprits), cmp_culprit);
 		qsort_safe(w->rq, w->n_rq, sizeof(*w->rq), cmp_u64);
 	}
+	qsort_safe(m->waits, m->n_waits, sizeof(*m->waits), cmp_rq_wait);
 	return 0;
 }
 
@@ -848,7 +1032,8 @@ static int analyze_syscalls(struct model *m)
 		w->hists[w->n_hists++] = i;
 	}
 	for (size_t i = 0; i < m->n; i++) {
-		qsort_r_safe(m->t[i].syscalls, m->t[i].n_syscalls, sizeof(size_t), cmp_syscall_row, (void *)sc);
+		qsort_r_safe(m->t[i].syscalls, m->t[i].n_syscalls, sizeof(size_t), cmp_syscall_row,
+			     (void *)sc);
 		qsort_r_safe(m->t[i].hists, m->t[i].n_hists, sizeof(size_t), cmp_hist, (void *)s);
 	}
 	return 0;
@@ -1071,6 +1256,407 @@ static int analyze_samples(struct model *m)
 	return 0;
 }
 
+/* ---- interference ---------------------------------------------------------------------- */
+
+static uint64_t overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1)
+{
+	uint64_t lo = MAX(a0, b0), hi = MIN(a1, b1);
+
+	return hi > lo ? hi - lo : 0;
+}
+
+/* An interference event (or total) as the verdict's candidate; see the top of this file. */
+static void consider_cause(struct model *m, const struct stall *c)
+{
+	const struct stall *w = &m->worst;
+	uint64_t ov;
+
+	if (!c->dur)
+		return;
+	if (m->cause.kind == STALL_NONE || c->dur > m->cause.dur ||
+	    (c->dur == m->cause.dur && c->ts < m->cause.ts))
+		m->cause = *c;
+	if (c->kind == STALL_IRQ_TOTAL || (w->kind != STALL_RUNQUEUE && w->kind != STALL_BLOCKED) ||
+	    c->thread != w->thread)
+		return;
+	ov = overlap(c->ts, c->ts + c->dur, w->ts, w->ts + w->dur);
+	if (!ov || ov < w->dur - ov)
+		return;
+	if (m->explains.kind == STALL_NONE || ov > m->explains_overlap ||
+	    (ov == m->explains_overlap && c->ts < m->explains.ts)) {
+		m->explains = *c;
+		m->explains_overlap = ov;
+	}
+}
+
+static bool same_event(const struct stall *a, const struct stall *b)
+{
+	return a->kind == b->kind && a->thread == b->thread && a->row == b->row;
+}
+
+/* The verdict: the scheduler's worst stall, or the interference that caused it or beats it. */
+static void decide_cause(struct model *m)
+{
+	const struct stall *w = &m->worst, *c = &m->cause;
+
+	if (c->kind != STALL_NONE && (w->kind == STALL_NONE || !w->involuntary || c->dur > w->dur ||
+				      (c->dur == w->dur && c->kind != STALL_IRQ_TOTAL))) {
+		if (m->explains.kind != STALL_NONE && same_event(c, &m->explains))
+			m->explained = *w;
+		m->worst = *c;
+	} else if (m->explains.kind != STALL_NONE) {
+		m->explained = *w;
+		m->worst = m->explains;
+	}
+}
+
+static int cmp_irq_group(const void *a, const void *b)
+{
+	const struct irq_group *x = a, *y = b;
+
+	if (x->time_ns != y->time_ns)
+		return x->time_ns > y->time_ns ? -1 : 1;
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
+	if (x->kind != y->kind)
+		return x->kind > y->kind ? -1 : 1; /* softirqs first */
+	if (x->num != y->num)
+		return x->num < y->num ? -1 : 1;
+	return x->name < y->name ? -1 : x->name > y->name;
+}
+
+static int irq_side_add(struct irq_side *side, const Hostprof__IrqTable *t, size_t i, bool nested)
+{
+	uint64_t dur = t->dur_ns[i];
+	struct irq_group *g = NULL;
+	int r;
+
+	for (size_t k = 0; k < side->n && !g; k++)
+		if (side->g[k].kind == t->kind[i] && side->g[k].num == t->num[i] &&
+		    side->g[k].name == t->name[i])
+			g = &side->g[k];
+	if (!g) {
+		r = reserve_one(&side->g, side->n, &side->cap, sizeof(*side->g));
+		if (r < 0)
+			return r;
+		g = &side->g[side->n++];
+		*g = (struct irq_group){
+			.kind = t->kind[i], .num = t->num[i], .name = t->name[i], .max_row = i
+		};
+	}
+	if (dur > g->max_ns) {
+		g->max_ns = dur;
+		g->max_row = i;
+	}
+	g->count++;
+	g->time_ns += dur;
+	side->count++;
+	if (!nested)
+		side->time_ns += dur;
+	return add_cpu_to(&g->cpus, &g->n_cpus, &g->cap_cpus, t->cpu[i]);
+}
+
+/* The interrupt in row i ran on a CPU while a thread of the process waited there: each such thread. */
+static int irq_waited(struct model *m, size_t i, bool nested, const struct rq_wait *const *active,
+		      size_t n_active)
+{
+	const Hostprof__IrqTable *t = m->snap->irqs;
+	uint64_t ts = m->irq_ts[i], end = ts + t->dur_ns[i];
+	bool matched = false;
+	int r;
+
+	for (size_t k = 0; k < n_active; k++) {
+		const struct rq_wait *q = active[k];
+		struct wthread *w = &m->t[q->thread];
+		struct stall st = { .kind = STALL_IRQ,
+				    .involuntary = true,
+				    .waited = true,
+				    .thread = q->thread,
+				    .row = i,
+				    .ts = ts,
+				    .dur = t->dur_ns[i] };
+
+		if (q->begin >= end || q->end <= ts || (q->cpu_out != t->cpu[i] && q->cpu_in != t->cpu[i]))
+			continue;
+		matched = true;
+		w->active = w->interfered = true;
+		r = irq_side_add(&w->irq_waited, t, i, nested);
+		if (r < 0)
+			return r;
+		consider_cause(m, &st);
+	}
+	if (!matched) {
+		m->unmatched_count++;
+		if (!nested)
+			m->unmatched_ns += t->dur_ns[i];
+	}
+	return 0;
+}
+
+static int analyze_irqs(struct model *m)
+{
+	const Hostprof__Snapshot *s = m->snap;
+	const Hostprof__IrqTable *t = s->irqs;
+	size_t n = (m->interference & INTERF_IRQ) && t ? t->n_ts_delta : 0, n_cpus = 0;
+	_cleanup_free_ uint64_t *soft_end = NULL; /* by CPU: when its latest softirq ended */
+	_cleanup_free_ const struct rq_wait **active = NULL; /* waits that may hold the rows to come */
+	size_t n_active = 0, cap_active = 0, next_wait = 0, keep;
+	int r;
+
+	r = hps_abs_times(s->start_ns, t ? t->ts_delta : NULL, n, &m->irq_ts);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++)
+		if (t->cpu[i] < MAX_CPU_TRACKED)
+			n_cpus = MAX(n_cpus, (size_t)t->cpu[i] + 1);
+	soft_end = calloc(MAX(n_cpus, (size_t)1), sizeof(*soft_end));
+	if (!soft_end)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t ts = m->irq_ts[i], end = ts + t->dur_ns[i];
+		uint32_t cpu = t->cpu[i];
+		bool nested = false;
+		struct wthread *w;
+
+		/* rows come in order of entry: a softirq before the hard IRQs nested in it */
+		if (cpu < n_cpus) {
+			if (t->kind[i] == IRQ_SOFT)
+				soft_end[cpu] = MAX(soft_end[cpu], end);
+			else
+				nested = ts < soft_end[cpu];
+		}
+		w = t->flags[i] & IRQ_RAN ? find_thread(m, t->pid[i], t->tid[i]) : NULL;
+		if (w) {
+			struct stall st = { .kind = STALL_IRQ,
+					    .involuntary = true,
+					    .thread = thread_index(m, w),
+					    .row = i,
+					    .ts = ts,
+					    .dur = t->dur_ns[i] };
+
+			w->active = w->interfered = true;
+			r = irq_side_add(&w->irq_ran, t, i, nested);
+			if (r < 0)
+				return r;
+			r = add_cpu(w, cpu);
+			if (r < 0)
+				return r;
+			consider_cause(m, &st);
+		}
+		if (!(t->flags[i] & IRQ_WAITED) || t->pid[i] != s->pid)
+			continue;
+		/* rows come by ts: a wait that ended before this row ended before every later one */
+		keep = 0;
+		for (size_t k = 0; k < n_active; k++)
+			if (active[k]->end > ts)
+				active[keep++] = active[k];
+		n_active = keep;
+		for (; next_wait < m->n_waits && m->waits[next_wait].begin < end; next_wait++) {
+			if (m->waits[next_wait].end <= ts)
+				continue;
+			r = reserve_one(&active, n_active, &cap_active, sizeof(*active));
+			if (r < 0)
+				return r;
+			active[n_active++] = &m->waits[next_wait];
+		}
+		r = irq_waited(m, i, nested, active, n_active);
+		if (r < 0)
+			return r;
+	}
+	for (size_t k = 0; k < m->n; k++) {
+		struct wthread *w = &m->t[k];
+
+		qsort_safe(w->irq_ran.g, w->irq_ran.n, sizeof(*w->irq_ran.g), cmp_irq_group);
+		qsort_safe(w->irq_waited.g, w->irq_waited.n, sizeof(*w->irq_waited.g), cmp_irq_group);
+		if (w->irq_ran.n) {
+			struct stall st = { .kind = STALL_IRQ_TOTAL,
+					    .involuntary = true,
+					    .thread = k,
+					    .row = 0,
+					    .ts = m->irq_ts[w->irq_ran.g[0].max_row],
+					    .dur = w->irq_ran.g[0].time_ns };
+
+			consider_cause(m, &st);
+		}
+	}
+	return 0;
+}
+
+static int cmp_reclaim_group(const void *a, const void *b)
+{
+	const struct reclaim_group *x = a, *y = b;
+
+	if (x->time_ns != y->time_ns)
+		return x->time_ns > y->time_ns ? -1 : 1;
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
+	if (x->kind != y->kind)
+		return x->kind < y->kind ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+static int analyze_reclaims(struct model *m)
+{
+	const Hostprof__Snapshot *s = m->snap;
+	const Hostprof__ReclaimTable *t = s->reclaims;
+	size_t n = (m->interference & INTERF_RECLAIM) && t ? t->n_ts_delta : 0;
+	int r;
+
+	r = hps_abs_times(s->start_ns, t ? t->ts_delta : NULL, n, &m->rcl_ts);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++) {
+		struct wthread *w = find_thread(m, t->pid[i], t->tid[i]);
+		struct reclaim_group *g = NULL;
+		uint64_t dur = t->dur_ns[i];
+		struct stall st;
+
+		if (!w)
+			continue;
+		for (size_t k = 0; k < w->n_rcl && !g; k++)
+			if (w->rcl[k].kind == t->kind[i] && w->rcl[k].order == t->order[i])
+				g = &w->rcl[k];
+		if (!g) {
+			r = reserve_one(&w->rcl, w->n_rcl, &w->cap_rcl, sizeof(*w->rcl));
+			if (r < 0)
+				return r;
+			g = &w->rcl[w->n_rcl++];
+			*g = (struct reclaim_group){ .kind = t->kind[i], .order = t->order[i], .max_row = i };
+		}
+		if (dur > g->max_ns) {
+			g->max_ns = dur;
+			g->max_row = i;
+		}
+		g->count++;
+		g->time_ns += dur;
+		if (t->kind[i] != RECLAIM_COMPACT) /* wraps rather than overflows on nonsense */
+			g->pages = (int64_t)((uint64_t)g->pages + (uint64_t)t->result[i]);
+		w->active = w->interfered = true;
+		w->rcl_count++;
+		w->rcl_ns += dur;
+		w->rcl_max_ns = MAX(w->rcl_max_ns, dur);
+		r = add_cpu(w, t->cpu[i]);
+		if (r < 0)
+			return r;
+		st = (struct stall){ .kind = STALL_RECLAIM,
+				     .involuntary = true,
+				     .thread = thread_index(m, w),
+				     .row = i,
+				     .ts = m->rcl_ts[i],
+				     .dur = dur };
+		consider_cause(m, &st);
+	}
+	for (size_t k = 0; k < m->n; k++)
+		qsort_safe(m->t[k].rcl, m->t[k].n_rcl, sizeof(*m->t[k].rcl), cmp_reclaim_group);
+	return 0;
+}
+
+static int analyze_faults(struct model *m)
+{
+	const Hostprof__Snapshot *s = m->snap;
+	const Hostprof__FaultTable *t = s->faults;
+	size_t n = (m->interference & INTERF_FAULTS) && t ? t->n_ts_delta : 0;
+	int r;
+
+	r = hps_abs_times(s->start_ns, t ? t->ts_delta : NULL, n, &m->flt_ts);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++) {
+		struct wthread *w = find_thread(m, t->pid[i], t->tid[i]);
+		struct fault_sum *f;
+
+		if (!w)
+			continue;
+		f = &w->flt;
+		f->periods++;
+		f->over_ns += t->dur_ns[i];
+		f->faults += t->faults[i];
+		f->write += t->write[i];
+		f->exec += t->exec[i];
+		f->prot += t->prot[i];
+		f->minor += t->minor[i];
+		f->major += t->major[i];
+		if (t->major[i] > f->peak_major) {
+			f->peak_major = t->major[i];
+			f->peak_row = i;
+		}
+		if (t->faults[i] || t->minor[i] || t->major[i])
+			w->active = w->interfered = true;
+	}
+	return 0;
+}
+
+static int cmp_lock_group(const void *a, const void *b)
+{
+	const struct lock_group *x = a, *y = b;
+
+	if (x->time_ns != y->time_ns)
+		return x->time_ns > y->time_ns ? -1 : 1;
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
+	if (x->lock != y->lock)
+		return x->lock < y->lock ? -1 : 1;
+	return x->flags < y->flags ? -1 : x->flags > y->flags;
+}
+
+static int analyze_locks(struct model *m)
+{
+	const Hostprof__Snapshot *s = m->snap;
+	const Hostprof__LockTable *t = s->locks;
+	size_t n = (m->interference & INTERF_LOCKS) && t ? t->n_ts_delta : 0;
+	int r;
+
+	r = hps_abs_times(s->start_ns, t ? t->ts_delta : NULL, n, &m->lck_ts);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++) {
+		struct wthread *w = find_thread(m, t->pid[i], t->tid[i]);
+		struct lock_group *g = NULL;
+		uint64_t dur = t->dur_ns[i];
+		struct stall st;
+
+		if (!w)
+			continue;
+		for (size_t k = 0; k < w->n_lck && !g; k++)
+			if (w->lck[k].lock == t->lock[i] && w->lck[k].flags == t->flags[i])
+				g = &w->lck[k];
+		if (!g) {
+			r = reserve_one(&w->lck, w->n_lck, &w->cap_lck, sizeof(*w->lck));
+			if (r < 0)
+				return r;
+			g = &w->lck[w->n_lck++];
+			*g = (struct lock_group){
+				.lock = t->lock[i], .flags = t->flags[i], .name = t->name[i], .max_row = i
+			};
+		}
+		if (dur > g->max_ns) {
+			g->max_ns = dur;
+			g->max_row = i;
+		}
+		g->count++;
+		g->time_ns += dur;
+		if (t->ret[i])
+			g->failed++;
+		w->active = w->interfered = true;
+		w->lck_count++;
+		w->lck_ns += dur;
+		w->lck_max_ns = MAX(w->lck_max_ns, dur);
+		r = add_cpu(w, t->cpu[i]);
+		if (r < 0)
+			return r;
+		st = (struct stall){ .kind = STALL_LOCK,
+				     .involuntary = true,
+				     .thread = thread_index(m, w),
+				     .row = i,
+				     .ts = m->lck_ts[i],
+				     .dur = dur };
+		consider_cause(m, &st);
+	}
+	for (size_t k = 0; k < m->n; k++)
+		qsort_safe(m->t[k].lck, m->t[k].n_lck, sizeof(*m->t[k].lck), cmp_lock_group);
+	return 0;
+}
+
 static int analyze(const Hostprof__Snapshot *snap, struct model *ret)
 {
 	struct model m = { .snap = snap };
@@ -1079,6 +1665,7 @@ static int analyze(const Hostprof__Snapshot *snap, struct model *ret)
 	r = hps_validate(snap);
 	if (r < 0)
 		return r;
+	m.interference = snap->interference & (INTERF_IRQ | INTERF_RECLAIM | INTERF_FAULTS | INTERF_LOCKS);
 	r = frame_names_init(snap, &m.fn);
 	if (r >= 0)
 		r = model_threads(&m);
@@ -1092,6 +1679,17 @@ static int analyze(const Hostprof__Snapshot *snap, struct model *ret)
 		r = analyze_offcpu(&m);
 	if (r >= 0)
 		r = analyze_samples(&m);
+	/* after the scheduler's tables: the worst stall is known, and the waits */
+	if (r >= 0)
+		r = analyze_irqs(&m);
+	if (r >= 0)
+		r = analyze_reclaims(&m);
+	if (r >= 0)
+		r = analyze_faults(&m);
+	if (r >= 0)
+		r = analyze_locks(&m);
+	if (r >= 0)
+		decide_cause(&m);
 	if (r < 0) {
 		model_free(&m);
 		return r;
@@ -1185,6 +1783,11 @@ static double ms(uint64_t ns)
 	return (double)ns / 1e6;
 }
 
+static double pct(uint64_t part, uint64_t whole)
+{
+	return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
 /* Seconds since the start of the window. */
 static double rel_s(const struct model *m, uint64_t ts)
 {
@@ -1275,6 +1878,82 @@ static ssize_t blocking_syscall(const struct model *m, const struct wthread *w, 
 	return -1;
 }
 
+static uint64_t window_ns(const Hostprof__Snapshot *s)
+{
+	return s->end_ns > s->start_ns ? s->end_ns - s->start_ns : 0;
+}
+
+/* "softirq NET_RX", "irq 24 virtio3-rx", "irq 24" */
+static void irq_desc(const Hostprof__Snapshot *s, uint32_t kind, uint32_t num, uint32_t name, char *buf,
+		     size_t len)
+{
+	const char *nm = hps_str(s, name);
+
+	if (kind == IRQ_SOFT)
+		snprintf(buf, len, "softirq %s", nm[0] ? nm : hps_softirq_name(num));
+	else if (nm[0])
+		snprintf(buf, len, "irq %" PRIu32 " %s", num, nm);
+	else
+		snprintf(buf, len, "irq %" PRIu32, num);
+}
+
+/* "mmap_lock (rwsem read)"; a lock without a name by its kind and address: "mutex 0xffff8880..." */
+static void lock_desc(const Hostprof__Snapshot *s, uint32_t name, uint32_t flags, uint64_t lock, char *buf,
+		      size_t len)
+{
+	const char *nm = hps_str(s, name);
+
+	if (!nm[0] && (flags & LOCK_MMAP))
+		nm = "mmap_lock";
+	if (nm[0])
+		snprintf(buf, len, "%s (%s)", nm, hps_lock_kind_name(flags));
+	else
+		snprintf(buf, len, "%s 0x%" PRIx64, hps_lock_kind_name(flags), lock);
+}
+
+/* ReclaimTable.result: "1234 pages reclaimed", or a compaction's "status 2" */
+static void reclaim_result(uint32_t kind, int64_t result, char *buf, size_t len)
+{
+	if (kind == RECLAIM_COMPACT)
+		snprintf(buf, len, "status %" PRId64, result);
+	else
+		snprintf(buf, len, "%" PRId64 " page%s reclaimed", result, result == 1 ? "" : "s");
+}
+
+/* "CPU 1", "CPUs 0,1,2", "CPUs 0,1,...,7 and 4 more" */
+static void cpus_desc(const uint32_t *cpus, size_t n, char *buf, size_t len)
+{
+	size_t off;
+
+	off = (size_t)snprintf(buf, len, "CPU%s ", n == 1 ? "" : "s");
+	for (size_t i = 0; i < n && i < TOP_GROUP_CPUS && off < len; i++)
+		off += (size_t)snprintf(buf + off, len - off, "%s%" PRIu32, i ? "," : "", cpus[i]);
+	if (n > TOP_GROUP_CPUS && off < len)
+		snprintf(buf + off, len - off, " and %zu more", n - TOP_GROUP_CPUS);
+}
+
+/* " at or above 10 us" for a threshold of 10000 ns; "" for none */
+static void min_desc(uint64_t ns, char *buf, size_t len)
+{
+	if (!ns)
+		buf[0] = '\0';
+	else if (ns < NSEC_PER_MSEC)
+		snprintf(buf, len, " at or above %g us", (double)ns / 1e3);
+	else
+		snprintf(buf, len, " at or above %g ms", (double)ns / 1e6);
+}
+
+/* " (then gave up: -4 EINTR)" for a lock wait that did not acquire, else "" */
+static void lock_ret(int32_t ret, char *buf, size_t len)
+{
+	const char *e = ret < 0 && ret > -4096 ? strerrorname_np(-ret) : NULL;
+
+	if (!ret)
+		buf[0] = '\0';
+	else
+		snprintf(buf, len, ", then gave up: %" PRId32 "%s%s", ret, e ? " " : "", e ? e : "");
+}
+
 /* The verdict's cause, after "worst stall: NAME (tid N) ". */
 static void stall_cause(const struct model *m, char *buf, size_t len)
 {
@@ -1323,15 +2002,74 @@ static void stall_cause(const struct model *m, char *buf, size_t len)
 			 rel_s(m, st->ts), state, waker);
 		break;
 	}
+	case STALL_RECLAIM: {
+		const Hostprof__ReclaimTable *t = s->reclaims;
+		char res[64];
+
+		reclaim_result(t->kind[st->row], t->result[st->row], res, sizeof(res));
+		snprintf(buf, len, "spent %.1f ms in %s at %+.3f s (order %" PRId32 ", %s)", ms(st->dur),
+			 hps_reclaim_kind_name(t->kind[st->row]), rel_s(m, st->ts), t->order[st->row], res);
+		break;
+	}
+	case STALL_LOCK: {
+		const Hostprof__LockTable *t = s->locks;
+		char lock[160], ret[64];
+
+		lock_desc(s, t->name[st->row], t->flags[st->row], t->lock[st->row], lock, sizeof(lock));
+		lock_ret(t->ret[st->row], ret, sizeof(ret));
+		snprintf(buf, len, "waited %.1f ms for %s at %+.3f s%s", ms(st->dur), lock, rel_s(m, st->ts),
+			 ret);
+		break;
+	}
+	case STALL_IRQ: {
+		const Hostprof__IrqTable *t = s->irqs;
+		char irq[96];
+
+		irq_desc(s, t->kind[st->row], t->num[st->row], t->name[st->row], irq, sizeof(irq));
+		if (st->waited)
+			snprintf(buf, len, "was kept waiting %.1f ms by %s on CPU %" PRIu32 " at %+.3f s",
+				 ms(st->dur), irq, t->cpu[st->row], rel_s(m, st->ts));
+		else
+			snprintf(buf, len, "was interrupted %.1f ms by %s on CPU %" PRIu32 " at %+.3f s",
+				 ms(st->dur), irq, t->cpu[st->row], rel_s(m, st->ts));
+		break;
+	}
+	case STALL_IRQ_TOTAL: {
+		const struct irq_group *g = &w->irq_ran.g[st->row];
+		char irq[96], cpus[96];
+
+		irq_desc(s, g->kind, g->num, g->name, irq, sizeof(irq));
+		cpus_desc(g->cpus, g->n_cpus, cpus, sizeof(cpus));
+		snprintf(buf, len,
+			 "lost %.1f%% of %s%s to %s (%.1f ms over %.3f s, %" PRIu64 " times, max %.1f ms)",
+			 pct(g->time_ns, window_ns(s)), g->n_cpus == 1 ? "" : "the window on ", cpus, irq,
+			 ms(g->time_ns), (double)window_ns(s) / 1e9, g->count, ms(g->max_ns));
+		break;
+	}
 	case STALL_NONE:
 		snprintf(buf, len, "none");
 		break;
 	}
 }
 
+/* ", within its 10.0 ms off-CPU D interval" when the verdict explains a scheduler stall, else "" */
+static void explained_desc(const struct model *m, char *buf, size_t len)
+{
+	const struct stall *e = &m->explained;
+	char state[16];
+
+	buf[0] = '\0';
+	if (e->kind == STALL_RUNQUEUE) {
+		snprintf(buf, len, ", within its %.1f ms runqueue wait", ms(e->dur));
+	} else if (e->kind == STALL_BLOCKED) {
+		state_name(m->snap->offcpu->state[e->row], state, sizeof(state));
+		snprintf(buf, len, ", within its %.1f ms off-CPU %s interval", ms(e->dur), state);
+	}
+}
+
 static void verdict_line(const struct model *m, char *buf, size_t len)
 {
-	char cause[400];
+	char cause[400], within[80];
 
 	if (m->worst.kind == STALL_NONE) {
 		snprintf(
@@ -1340,8 +2078,9 @@ static void verdict_line(const struct model *m, char *buf, size_t len)
 		return;
 	}
 	stall_cause(m, cause, sizeof(cause));
-	snprintf(buf, len, "worst stall: %s (tid %" PRIu32 ") %s", m->t[m->worst.thread].comm,
-		 m->t[m->worst.thread].tid, cause);
+	explained_desc(m, within, sizeof(within));
+	snprintf(buf, len, "worst stall: %s (tid %" PRIu32 ") %s%s", m->t[m->worst.thread].comm,
+		 m->t[m->worst.thread].tid, cause, within);
 }
 
 static uint64_t percentile(const uint64_t *sorted, size_t n, unsigned int p)
@@ -1388,6 +2127,45 @@ static void cpu_list(FILE *f, const struct wthread *w)
 
 /* ---- text ------------------------------------------------------------------------------- */
 
+static const char *const interference_names[] = { "irqs", "reclaim", "faults", "locks" }; /* by INTERF_ bit */
+
+/* Which interference tables the snapshot has, once; nothing when it has none. */
+static void text_interference_header(const struct model *m, FILE *f)
+{
+	const Hostprof__Snapshot *s = m->snap;
+	bool first = true;
+	char min[48];
+
+	if (!m->interference)
+		return;
+	fputs("interference  captured:", f);
+	for (size_t b = 0; b < ARRAY_SIZE(interference_names); b++) {
+		if (!(m->interference & (1u << b)))
+			continue;
+		fprintf(f, "%s %s", first ? "" : ",", interference_names[b]);
+		first = false;
+		min[0] = '\0';
+		if (1u << b == INTERF_IRQ)
+			min_desc(s->irq_min_ns, min, sizeof(min));
+		else if (1u << b == INTERF_LOCKS)
+			min_desc(s->lock_min_ns, min, sizeof(min));
+		fputs(min, f);
+	}
+	first = true;
+	for (size_t b = 0; b < ARRAY_SIZE(interference_names); b++) {
+		if (m->interference & (1u << b))
+			continue;
+		fprintf(f, "%s%s", first ? "; not captured: " : ", ", interference_names[b]);
+		first = false;
+	}
+	fprintf(f, "%s\n", first ? "" : " (--interference)");
+	if (m->unmatched_count)
+		fprintf(f,
+			"interference  %" PRIu64 " interrupt%s, %.3f ms, ran where a thread waited;"
+			" the switches name no thread waiting there\n",
+			m->unmatched_count, m->unmatched_count == 1 ? "" : "s", ms(m->unmatched_ns));
+}
+
 static void text_header(const struct model *m, FILE *f)
 {
 	const Hostprof__Snapshot *s = m->snap;
@@ -1412,6 +2190,7 @@ static void text_header(const struct model *m, FILE *f)
 		s->end_ns > s->start_ns ? (double)(s->end_ns - s->start_ns) / 1e9 : 0.0,
 		(uint64_t)(s->start_ns / NSEC_PER_SEC), (uint64_t)(s->start_ns % NSEC_PER_SEC),
 		s->reason && s->reason[0] ? s->reason : "?");
+	text_interference_header(m, f);
 	for (size_t i = 0; i < s->n_markers; i++) {
 		const Hostprof__Marker *mk = s->markers[i];
 
@@ -1511,20 +2290,23 @@ static void text_syscalls(const struct model *m, const struct wthread *w, FILE *
 		fprintf(f, "    ... %zu more\n", w->n_hists - TOP_HISTOGRAMS);
 }
 
-/* The frames of stack idx1, innermost first, one per line. */
-static void text_stack(const struct model *m, uint32_t idx1, bool kernel, FILE *f)
+/* The first max frames of stack idx1, innermost first, one per line, indented. */
+static void text_stack(const struct model *m, uint32_t idx1, bool kernel, int indent, size_t max, FILE *f)
 {
 	const Hostprof__Stack *st;
 
 	if (!idx1)
 		return;
 	st = m->snap->stacks[idx1 - 1];
-	for (size_t j = 0; j < st->n_frames; j++)
-		fprintf(f, "%*s%s%s\n", STACK_INDENT, "", m->fn.name[st->frames[j]], kernel ? " [k]" : "");
-	if (st->truncated)
-		fprintf(f, "%*s... (truncated)\n", STACK_INDENT, "");
+	for (size_t j = 0; j < st->n_frames && j < max; j++)
+		fprintf(f, "%*s%s%s\n", indent, "", m->fn.name[st->frames[j]], kernel ? " [k]" : "");
+	if (st->n_frames > max)
+		fprintf(f, "%*s... %zu more frame%s\n", indent, "", st->n_frames - max,
+			st->n_frames - max == 1 ? "" : "s");
+	else if (st->truncated)
+		fprintf(f, "%*s... (truncated)\n", indent, "");
 	if (st->suspect)
-		fprintf(f, "%*s(suspect: a frame lies outside any executable mapping)\n", STACK_INDENT, "");
+		fprintf(f, "%*s(suspect: a frame lies outside any executable mapping)\n", indent, "");
 }
 
 static void text_offcpu(const struct model *m, const struct wthread *w, FILE *f)
@@ -1562,16 +2344,11 @@ static void text_offcpu(const struct model *m, const struct wthread *w, FILE *f)
 		fputc('\n', f);
 		if (!og->kstack && !og->ustack)
 			fprintf(f, "%*s[no stack]\n", STACK_INDENT, "");
-		text_stack(m, og->kstack, true, f);
-		text_stack(m, og->ustack, false, f);
+		text_stack(m, og->kstack, true, STACK_INDENT, SIZE_MAX, f);
+		text_stack(m, og->ustack, false, STACK_INDENT, SIZE_MAX, f);
 	}
 	if (w->n_off > TOP_STACKS)
 		fprintf(f, "    ... %zu more stacks\n", w->n_off - TOP_STACKS);
-}
-
-static double pct(uint64_t part, uint64_t whole)
-{
-	return whole ? 100.0 * (double)part / (double)whole : 0.0;
 }
 
 static void text_oncpu(const struct model *m, const struct wthread *w, FILE *f)
@@ -1593,6 +2370,158 @@ static void text_oncpu(const struct model *m, const struct wthread *w, FILE *f)
 		fprintf(f, "    ... %zu more functions\n", w->n_leaves - TOP_FUNCTIONS);
 }
 
+static void text_irq_groups(const struct model *m, const struct irq_side *side, const char *what, FILE *f)
+{
+	const Hostprof__Snapshot *s = m->snap;
+
+	fprintf(f, "      %8s %10s %10s %9s  %s\n", "count", "total ms", "max ms", "% window", what);
+	for (size_t k = 0; k < side->n && k < TOP_IRQS; k++) {
+		const struct irq_group *g = &side->g[k];
+		char irq[96], cpus[96];
+
+		irq_desc(s, g->kind, g->num, g->name, irq, sizeof(irq));
+		cpus_desc(g->cpus, g->n_cpus, cpus, sizeof(cpus));
+		fprintf(f, "      %8" PRIu64 " %10.3f %10.3f %9.2f  %s on %s\n", g->count, ms(g->time_ns),
+			ms(g->max_ns), pct(g->time_ns, window_ns(s)), irq, cpus);
+	}
+	if (side->n > TOP_IRQS)
+		fprintf(f, "      ... %zu more\n", side->n - TOP_IRQS);
+}
+
+static void text_irqs(const struct model *m, const struct wthread *w, FILE *f)
+{
+	const Hostprof__Snapshot *s = m->snap;
+	char min[48];
+
+	if (!w->irq_ran.count && !w->irq_waited.count) {
+		min_desc(s->irq_min_ns, min, sizeof(min));
+		fprintf(f, "    interrupts      none%s\n", min);
+		return;
+	}
+	fprintf(f, "    interrupts      ");
+	if (w->irq_ran.count)
+		fprintf(f, "%" PRIu64 " while it ran: %.3f ms taken (%.2f%% of the window)", w->irq_ran.count,
+			ms(w->irq_ran.time_ns), pct(w->irq_ran.time_ns, window_ns(s)));
+	if (w->irq_waited.count)
+		fprintf(f, "%s%" PRIu64 " while it waited on a CPU: %.3f ms", w->irq_ran.count ? "; " : "",
+			w->irq_waited.count, ms(w->irq_waited.time_ns));
+	fputc('\n', f);
+	if (w->irq_ran.n)
+		text_irq_groups(m, &w->irq_ran, "interrupted it", f);
+	if (w->irq_waited.n)
+		text_irq_groups(m, &w->irq_waited, "ran while it waited", f);
+}
+
+static void text_reclaim(const struct model *m, const struct wthread *w, FILE *f)
+{
+	const Hostprof__ReclaimTable *t = m->snap->reclaims;
+
+	if (!w->rcl_count) {
+		fprintf(f, "    reclaim         none\n");
+		return;
+	}
+	fprintf(f, "    reclaim         %" PRIu64 ", %.3f ms, max %.3f ms\n", w->rcl_count, ms(w->rcl_ns),
+		ms(w->rcl_max_ns));
+	fprintf(f, "      %8s %10s %10s  %s\n", "count", "total ms", "max ms", "kind");
+	for (size_t k = 0; k < w->n_rcl && k < TOP_RECLAIMS; k++) {
+		const struct reclaim_group *g = &w->rcl[k];
+		char res[64];
+
+		if (g->kind == RECLAIM_COMPACT)
+			reclaim_result(g->kind, t->result[g->max_row], res, sizeof(res));
+		else
+			reclaim_result(g->kind, g->pages, res, sizeof(res));
+		fprintf(f, "      %8" PRIu64 " %10.3f %10.3f  %s, order %" PRId32 ": %s%s\n", g->count,
+			ms(g->time_ns), ms(g->max_ns), hps_reclaim_kind_name(g->kind), g->order, res,
+			g->kind == RECLAIM_COMPACT && g->count > 1 ? " (the longest)" : "");
+	}
+	if (w->n_rcl > TOP_RECLAIMS)
+		fprintf(f, "      ... %zu more\n", w->n_rcl - TOP_RECLAIMS);
+}
+
+/* Per second over the periods the counts cover (the window when they say nothing). */
+static double fault_rate(const struct model *m, const struct fault_sum *fs)
+{
+	uint64_t over = fs->over_ns ? fs->over_ns : window_ns(m->snap);
+
+	return over ? (double)(fs->minor + fs->major) * 1e9 / (double)over : 0.0;
+}
+
+static void text_faults(const struct model *m, const struct wthread *w, FILE *f)
+{
+	const Hostprof__FaultTable *t = m->snap->faults;
+	const struct fault_sum *fs = &w->flt;
+
+	if (!fs->faults && !fs->minor && !fs->major) {
+		fprintf(f, "    page faults     none\n");
+		return;
+	}
+	fprintf(f, "    page faults     %" PRIu64 " minor, %" PRIu64 " major: %.0f/s over %.3f s", fs->minor,
+		fs->major, fault_rate(m, fs), (double)(fs->over_ns ? fs->over_ns : window_ns(m->snap)) / 1e9);
+	if (fs->peak_major)
+		fprintf(f, "; most major at once: %" PRIu64 " in %.3f s at %+.3f s", fs->peak_major,
+			(double)t->dur_ns[fs->peak_row] / 1e9, rel_s(m, m->flt_ts[fs->peak_row]));
+	fputc('\n', f);
+	if (fs->faults)
+		fprintf(f,
+			"                    %" PRIu64 " user faults taken: %" PRIu64 " write, %" PRIu64
+			" exec, %" PRIu64 " prot\n",
+			fs->faults, fs->write, fs->exec, fs->prot);
+}
+
+#define LOCK_STACK_INDENT 38 /* text: under the lock column */
+
+static void text_locks(const struct model *m, const struct wthread *w, FILE *f)
+{
+	const Hostprof__Snapshot *s = m->snap;
+	const Hostprof__LockTable *t = s->locks;
+	char min[48];
+
+	if (!w->lck_count) {
+		min_desc(s->lock_min_ns, min, sizeof(min));
+		fprintf(f, "    lock waits      none%s\n", min);
+		return;
+	}
+	fprintf(f, "    lock waits      %" PRIu64 ", %.3f ms, max %.3f ms\n", w->lck_count, ms(w->lck_ns),
+		ms(w->lck_max_ns));
+	fprintf(f, "      %8s %10s %10s  %s\n", "count", "total ms", "max ms",
+		"lock; the longest wait's kernel stack, innermost first");
+	for (size_t k = 0; k < w->n_lck && k < TOP_LOCKS; k++) {
+		const struct lock_group *g = &w->lck[k];
+		char lock[160];
+
+		lock_desc(s, g->name, g->flags, g->lock, lock, sizeof(lock));
+		fprintf(f, "      %8" PRIu64 " %10.3f %10.3f  %s", g->count, ms(g->time_ns), ms(g->max_ns),
+			lock);
+		if (g->failed)
+			fprintf(f, "; %" PRIu64 " gave up", g->failed);
+		fputc('\n', f);
+		text_stack(m, t->kstack[g->max_row], true, LOCK_STACK_INDENT, LOCK_FRAMES, f);
+	}
+	if (w->n_lck > TOP_LOCKS)
+		fprintf(f, "      ... %zu more locks\n", w->n_lck - TOP_LOCKS);
+}
+
+/* What interfered with the thread, for each table captured (the header names the others). */
+static void text_interference(const struct model *m, const struct wthread *w, FILE *f)
+{
+	if (!m->interference)
+		return;
+	if (!w->interfered) {
+		fprintf(f, "  interference      none\n");
+		return;
+	}
+	fprintf(f, "  interference\n");
+	if (m->interference & INTERF_IRQ)
+		text_irqs(m, w, f);
+	if (m->interference & INTERF_RECLAIM)
+		text_reclaim(m, w, f);
+	if (m->interference & INTERF_FAULTS)
+		text_faults(m, w, f);
+	if (m->interference & INTERF_LOCKS)
+		text_locks(m, w, f);
+}
+
 static void text_thread(const struct model *m, const struct wthread *w, FILE *f)
 {
 	fprintf(f, "\nthread %s (tid %" PRIu32 ")\n", w->comm[0] ? w->comm : "?", w->tid);
@@ -1609,6 +2538,7 @@ static void text_thread(const struct model *m, const struct wthread *w, FILE *f)
 	text_syscalls(m, w, f);
 	text_offcpu(m, w, f);
 	text_oncpu(m, w, f);
+	text_interference(m, w, f);
 }
 
 /* The watched threads with nothing to report, on one line. */
@@ -1696,9 +2626,69 @@ static void json_task(struct jsonw *j, const Hostprof__Snapshot *s, const struct
 	jsonw_int_field(j, "prio", c->prio);
 }
 
+static void json_stack(const struct model *m, uint32_t idx1, bool kernel, struct jsonw *j)
+{
+	const Hostprof__Stack *st;
+
+	if (!idx1)
+		return;
+	st = m->snap->stacks[idx1 - 1];
+	for (size_t k = 0; k < st->n_frames; k++) {
+		jsonw_begin_object(j);
+		jsonw_string_field(j, "function", m->fn.name[st->frames[k]]);
+		jsonw_bool_field(j, "kernel", kernel);
+		jsonw_end_object(j);
+	}
+}
+
+static const char *irq_kind_name(uint32_t kind)
+{
+	return kind == IRQ_SOFT ? "softirq" : kind == IRQ_HARD ? "hardirq" : "?";
+}
+
+/* An IrqTable row's or group's kind, number and name. */
+static void json_irq_id(struct jsonw *j, const Hostprof__Snapshot *s, uint32_t kind, uint32_t num,
+			uint32_t name)
+{
+	const char *nm = hps_str(s, name);
+
+	jsonw_string_field(j, "kind", irq_kind_name(kind));
+	jsonw_uint_field(j, "num", num);
+	jsonw_string_field(j, "name", !nm[0] && kind == IRQ_SOFT ? hps_softirq_name(num) : nm);
+}
+
+/* A kernel address as a string: JSON numbers lose bits above 2^53 in most readers. */
+static void json_address_field(struct jsonw *j, const char *name, uint64_t addr)
+{
+	char buf[24];
+
+	snprintf(buf, sizeof(buf), "0x%" PRIx64, addr);
+	jsonw_string_field(j, name, buf);
+}
+
+static void json_lock_id(struct jsonw *j, const Hostprof__Snapshot *s, uint64_t lock, uint32_t flags,
+			 uint32_t name)
+{
+	json_address_field(j, "address", lock);
+	jsonw_string_field(j, "kind", hps_lock_kind_name(flags));
+	jsonw_uint_field(j, "flags", flags);
+	jsonw_string_field(j, "name",
+			   hps_str(s, name)[0] || !(flags & LOCK_MMAP) ? hps_str(s, name) : "mmap_lock");
+	jsonw_bool_field(j, "mmap_lock", flags & LOCK_MMAP);
+}
+
+static void json_errno_field(struct jsonw *j, int64_t ret)
+{
+	const char *e = ret < 0 && ret > -4096 ? strerrorname_np((int)-ret) : NULL;
+
+	if (e)
+		jsonw_string_field(j, "errno", e);
+}
+
 static void json_verdict(const struct model *m, struct jsonw *j)
 {
-	static const char *const kinds[] = { "none", "preempted", "runqueue", "blocked" };
+	static const char *const kinds[] = { "none",	"preempted", "runqueue", "blocked",
+					     "reclaim", "lock",	     "irq",	 "irq_total" };
 	const Hostprof__Snapshot *s = m->snap;
 	const struct stall *st = &m->worst;
 	char line[512], state[16], nbuf[32];
@@ -1715,10 +2705,14 @@ static void json_verdict(const struct model *m, struct jsonw *j)
 	}
 	jsonw_string_field(j, "thread", m->t[st->thread].comm);
 	jsonw_uint_field(j, "tid", m->t[st->thread].tid);
-	jsonw_int_field(j, "at_ns", (int64_t)(st->ts - s->start_ns)); /* a wait can start before the window */
+	if (st->kind != STALL_IRQ_TOTAL) /* a total has no one time */
+		jsonw_int_field(j, "at_ns",
+				(int64_t)(st->ts - s->start_ns)); /* a wait can start before the window */
 	jsonw_uint_field(j, "dur_ns", st->dur);
 	jsonw_bool_field(j, "involuntary", st->involuntary);
-	if (st->kind == STALL_PREEMPTED || st->kind == STALL_RUNQUEUE) {
+	switch (st->kind) {
+	case STALL_PREEMPTED:
+	case STALL_RUNQUEUE:
 		c = st->kind == STALL_PREEMPTED ? next_task(s->switches, st->row) :
 						  prev_task(s->switches, st->row);
 		jsonw_uint_field(j, "cpu", s->switches->cpu[st->row]);
@@ -1728,7 +2722,8 @@ static void json_verdict(const struct model *m, struct jsonw *j)
 		jsonw_begin_object(j);
 		json_task(j, s, &c);
 		jsonw_end_object(j);
-	} else {
+		break;
+	case STALL_BLOCKED: {
 		const Hostprof__OffCpuTable *t = s->offcpu;
 		ssize_t sc = blocking_syscall(m, &m->t[st->thread], st->ts);
 
@@ -1747,7 +2742,110 @@ static void json_verdict(const struct model *m, struct jsonw *j)
 		} else {
 			jsonw_null(j);
 		}
+		break;
 	}
+	case STALL_RECLAIM: {
+		const Hostprof__ReclaimTable *t = s->reclaims;
+
+		jsonw_uint_field(j, "cpu", t->cpu[st->row]);
+		jsonw_name(j, "reclaim");
+		jsonw_begin_object(j);
+		jsonw_string_field(j, "kind", hps_reclaim_kind_name(t->kind[st->row]));
+		jsonw_int_field(j, "order", t->order[st->row]);
+		jsonw_uint_field(j, "gfp", t->gfp[st->row]);
+		jsonw_int_field(j, "result", t->result[st->row]);
+		jsonw_end_object(j);
+		break;
+	}
+	case STALL_LOCK: {
+		const Hostprof__LockTable *t = s->locks;
+
+		jsonw_uint_field(j, "cpu", t->cpu[st->row]);
+		jsonw_name(j, "lock");
+		jsonw_begin_object(j);
+		json_lock_id(j, s, t->lock[st->row], t->flags[st->row], t->name[st->row]);
+		jsonw_int_field(j, "ret", t->ret[st->row]);
+		json_errno_field(j, t->ret[st->row]);
+		jsonw_name(j, "frames");
+		jsonw_begin_array(j);
+		json_stack(m, t->kstack[st->row], true, j);
+		jsonw_end_array(j);
+		jsonw_end_object(j);
+		break;
+	}
+	case STALL_IRQ: {
+		const Hostprof__IrqTable *t = s->irqs;
+
+		jsonw_uint_field(j, "cpu", t->cpu[st->row]);
+		jsonw_name(j, "irq");
+		jsonw_begin_object(j);
+		json_irq_id(j, s, t->kind[st->row], t->num[st->row], t->name[st->row]);
+		jsonw_string_field(j, "thread_was", st->waited ? "waiting" : "running");
+		jsonw_end_object(j);
+		break;
+	}
+	case STALL_IRQ_TOTAL: {
+		const struct irq_group *g = &m->t[st->thread].irq_ran.g[st->row];
+
+		jsonw_name(j, "cpus");
+		jsonw_begin_array(j);
+		for (size_t i = 0; i < g->n_cpus; i++)
+			jsonw_uint(j, g->cpus[i]);
+		jsonw_end_array(j);
+		jsonw_float_field(j, "percent", pct(g->time_ns, window_ns(s)));
+		jsonw_name(j, "irq");
+		jsonw_begin_object(j);
+		json_irq_id(j, s, g->kind, g->num, g->name);
+		jsonw_string_field(j, "thread_was", "running");
+		jsonw_uint_field(j, "count", g->count);
+		jsonw_uint_field(j, "max_ns", g->max_ns);
+		jsonw_end_object(j);
+		break;
+	}
+	case STALL_NONE:
+		break;
+	}
+	if (m->explained.kind != STALL_NONE) {
+		const struct stall *e = &m->explained;
+
+		jsonw_name(j, "within"); /* the scheduler's stall this explains */
+		jsonw_begin_object(j);
+		jsonw_string_field(j, "kind", kinds[e->kind]);
+		jsonw_int_field(j, "at_ns", (int64_t)(e->ts - s->start_ns));
+		jsonw_uint_field(j, "dur_ns", e->dur);
+		if (e->kind == STALL_BLOCKED) {
+			state_name(s->offcpu->state[e->row], state, sizeof(state));
+			jsonw_string_field(j, "state", state);
+		}
+		jsonw_end_object(j);
+	}
+	jsonw_end_object(j);
+}
+
+/* Which interference tables were captured, and with what thresholds; nothing without any. */
+static void json_interference_header(const struct model *m, struct jsonw *j)
+{
+	const Hostprof__Snapshot *s = m->snap;
+
+	if (!m->interference)
+		return;
+	jsonw_name(j, "interference");
+	jsonw_begin_object(j);
+	for (int captured = 1; captured >= 0; captured--) {
+		jsonw_name(j, captured ? "captured" : "not_captured");
+		jsonw_begin_array(j);
+		for (size_t b = 0; b < ARRAY_SIZE(interference_names); b++)
+			if (!!(m->interference & (1u << b)) == captured)
+				jsonw_string(j, interference_names[b]);
+		jsonw_end_array(j);
+	}
+	jsonw_uint_field(j, "irq_min_ns", s->irq_min_ns);
+	jsonw_uint_field(j, "lock_min_ns", s->lock_min_ns);
+	jsonw_name(j, "unmatched_irqs"); /* ran where a thread waited; the switches name none */
+	jsonw_begin_object(j);
+	jsonw_uint_field(j, "count", m->unmatched_count);
+	jsonw_uint_field(j, "time_ns", m->unmatched_ns);
+	jsonw_end_object(j);
 	jsonw_end_object(j);
 }
 
@@ -1792,6 +2890,7 @@ static void json_header(const struct model *m, struct jsonw *j)
 	jsonw_uint_field(j, "offcpu_min_ns", s->offcpu_min_ns);
 	jsonw_uint_field(j, "sample_hz", s->sample_hz);
 	jsonw_end_object(j);
+	json_interference_header(m, j);
 	jsonw_name(j, "markers");
 	jsonw_begin_array(j);
 	for (size_t i = 0; i < s->n_markers; i++) {
@@ -1922,21 +3021,6 @@ static void json_syscalls(const struct model *m, const struct wthread *w, struct
 	jsonw_end_object(j);
 }
 
-static void json_stack(const struct model *m, uint32_t idx1, bool kernel, struct jsonw *j)
-{
-	const Hostprof__Stack *st;
-
-	if (!idx1)
-		return;
-	st = m->snap->stacks[idx1 - 1];
-	for (size_t k = 0; k < st->n_frames; k++) {
-		jsonw_begin_object(j);
-		jsonw_string_field(j, "function", m->fn.name[st->frames[k]]);
-		jsonw_bool_field(j, "kernel", kernel);
-		jsonw_end_object(j);
-	}
-}
-
 /* Whether stack idx1 is suspect (or, with !suspect, truncated). */
 static bool stack_flag(const struct model *m, uint32_t idx1, bool suspect)
 {
@@ -2016,6 +3100,176 @@ static void json_oncpu(const struct model *m, const struct wthread *w, struct js
 	jsonw_end_object(j);
 }
 
+static void json_irq_side(const struct model *m, const struct irq_side *side, const char *name,
+			  struct jsonw *j)
+{
+	const Hostprof__Snapshot *s = m->snap;
+
+	jsonw_name(j, name);
+	jsonw_begin_object(j);
+	jsonw_uint_field(j, "count", side->count);
+	jsonw_uint_field(j, "time_ns", side->time_ns);
+	jsonw_float_field(j, "percent", pct(side->time_ns, window_ns(s)));
+	jsonw_uint_field(j, "groups", side->n);
+	jsonw_name(j, "by");
+	jsonw_begin_array(j);
+	for (size_t k = 0; k < side->n && k < TOP_IRQS; k++) {
+		const struct irq_group *g = &side->g[k];
+
+		jsonw_begin_object(j);
+		json_irq_id(j, s, g->kind, g->num, g->name);
+		jsonw_uint_field(j, "count", g->count);
+		jsonw_uint_field(j, "time_ns", g->time_ns);
+		jsonw_uint_field(j, "max_ns", g->max_ns);
+		jsonw_float_field(j, "percent", pct(g->time_ns, window_ns(s)));
+		jsonw_name(j, "cpus");
+		jsonw_begin_array(j);
+		for (size_t i = 0; i < g->n_cpus; i++)
+			jsonw_uint(j, g->cpus[i]);
+		jsonw_end_array(j);
+		jsonw_name(j, "longest");
+		jsonw_begin_object(j);
+		jsonw_uint_field(j, "at_ns", m->irq_ts[g->max_row] - s->start_ns);
+		jsonw_uint_field(j, "dur_ns", s->irqs->dur_ns[g->max_row]);
+		jsonw_uint_field(j, "cpu", s->irqs->cpu[g->max_row]);
+		jsonw_end_object(j);
+		jsonw_end_object(j);
+	}
+	jsonw_end_array(j);
+	jsonw_end_object(j);
+}
+
+static void json_reclaim(const struct model *m, const struct wthread *w, struct jsonw *j)
+{
+	const Hostprof__Snapshot *s = m->snap;
+	const Hostprof__ReclaimTable *t = s->reclaims;
+
+	jsonw_name(j, "reclaim");
+	jsonw_begin_object(j);
+	jsonw_uint_field(j, "count", w->rcl_count);
+	jsonw_uint_field(j, "time_ns", w->rcl_ns);
+	jsonw_uint_field(j, "max_ns", w->rcl_max_ns);
+	jsonw_name(j, "by");
+	jsonw_begin_array(j);
+	for (size_t k = 0; k < w->n_rcl && k < TOP_RECLAIMS; k++) {
+		const struct reclaim_group *g = &w->rcl[k];
+		size_t i = g->max_row;
+
+		jsonw_begin_object(j);
+		jsonw_string_field(j, "kind", hps_reclaim_kind_name(g->kind));
+		jsonw_int_field(j, "order", g->order);
+		jsonw_uint_field(j, "count", g->count);
+		jsonw_uint_field(j, "time_ns", g->time_ns);
+		jsonw_uint_field(j, "max_ns", g->max_ns);
+		if (g->kind != RECLAIM_COMPACT)
+			jsonw_int_field(j, "pages_reclaimed", g->pages);
+		jsonw_name(j, "longest");
+		jsonw_begin_object(j);
+		jsonw_uint_field(j, "at_ns", m->rcl_ts[i] - s->start_ns);
+		jsonw_uint_field(j, "dur_ns", t->dur_ns[i]);
+		jsonw_uint_field(j, "gfp", t->gfp[i]);
+		jsonw_int_field(j, "result", t->result[i]);
+		jsonw_uint_field(j, "cpu", t->cpu[i]);
+		jsonw_end_object(j);
+		jsonw_end_object(j);
+	}
+	jsonw_end_array(j);
+	jsonw_end_object(j);
+}
+
+static void json_faults(const struct model *m, const struct wthread *w, struct jsonw *j)
+{
+	const Hostprof__Snapshot *s = m->snap;
+	const struct fault_sum *fs = &w->flt;
+
+	jsonw_name(j, "faults");
+	jsonw_begin_object(j);
+	jsonw_uint_field(j, "minor", fs->minor);
+	jsonw_uint_field(j, "major", fs->major);
+	jsonw_float_field(j, "per_second", fault_rate(m, fs));
+	jsonw_uint_field(j, "periods", fs->periods);
+	jsonw_uint_field(j, "over_ns", fs->over_ns);
+	jsonw_uint_field(j, "faults", fs->faults); /* the tracepoint's: 0 where there is none */
+	jsonw_uint_field(j, "write", fs->write);
+	jsonw_uint_field(j, "exec", fs->exec);
+	jsonw_uint_field(j, "prot", fs->prot);
+	jsonw_name(j, "peak_major");
+	if (fs->peak_major) {
+		jsonw_begin_object(j);
+		jsonw_uint_field(j, "at_ns", m->flt_ts[fs->peak_row] - s->start_ns);
+		jsonw_uint_field(j, "dur_ns", s->faults->dur_ns[fs->peak_row]);
+		jsonw_uint_field(j, "major", fs->peak_major);
+		jsonw_end_object(j);
+	} else {
+		jsonw_null(j);
+	}
+	jsonw_end_object(j);
+}
+
+static void json_locks(const struct model *m, const struct wthread *w, struct jsonw *j)
+{
+	const Hostprof__Snapshot *s = m->snap;
+	const Hostprof__LockTable *t = s->locks;
+
+	jsonw_name(j, "locks");
+	jsonw_begin_object(j);
+	jsonw_uint_field(j, "count", w->lck_count);
+	jsonw_uint_field(j, "time_ns", w->lck_ns);
+	jsonw_uint_field(j, "max_ns", w->lck_max_ns);
+	jsonw_uint_field(j, "locks", w->n_lck);
+	jsonw_name(j, "by");
+	jsonw_begin_array(j);
+	for (size_t k = 0; k < w->n_lck && k < TOP_LOCKS; k++) {
+		const struct lock_group *g = &w->lck[k];
+		size_t i = g->max_row;
+
+		jsonw_begin_object(j);
+		json_lock_id(j, s, g->lock, g->flags, g->name);
+		jsonw_uint_field(j, "count", g->count);
+		jsonw_uint_field(j, "time_ns", g->time_ns);
+		jsonw_uint_field(j, "max_ns", g->max_ns);
+		jsonw_uint_field(j, "gave_up", g->failed);
+		jsonw_name(j, "longest");
+		jsonw_begin_object(j);
+		jsonw_uint_field(j, "at_ns", m->lck_ts[i] - s->start_ns);
+		jsonw_uint_field(j, "dur_ns", t->dur_ns[i]);
+		jsonw_int_field(j, "ret", t->ret[i]);
+		json_errno_field(j, t->ret[i]);
+		jsonw_uint_field(j, "cpu", t->cpu[i]);
+		jsonw_bool_field(j, "truncated", stack_flag(m, t->kstack[i], false));
+		jsonw_name(j, "frames"); /* kernel, innermost first */
+		jsonw_begin_array(j);
+		json_stack(m, t->kstack[i], true, j);
+		jsonw_end_array(j);
+		jsonw_end_object(j);
+		jsonw_end_object(j);
+	}
+	jsonw_end_array(j);
+	jsonw_end_object(j);
+}
+
+static void json_interference(const struct model *m, const struct wthread *w, struct jsonw *j)
+{
+	if (!m->interference)
+		return;
+	jsonw_name(j, "interference");
+	jsonw_begin_object(j);
+	if (m->interference & INTERF_IRQ) {
+		jsonw_name(j, "irqs");
+		jsonw_begin_object(j);
+		json_irq_side(m, &w->irq_ran, "while_running", j);
+		json_irq_side(m, &w->irq_waited, "while_waiting", j);
+		jsonw_end_object(j);
+	}
+	if (m->interference & INTERF_RECLAIM)
+		json_reclaim(m, w, j);
+	if (m->interference & INTERF_FAULTS)
+		json_faults(m, w, j);
+	if (m->interference & INTERF_LOCKS)
+		json_locks(m, w, j);
+	jsonw_end_object(j);
+}
+
 static void json_capture(const struct model *m, struct jsonw *j)
 {
 	const Hostprof__CaptureStats *st = m->snap->stats;
@@ -2078,6 +3332,7 @@ int snapshot_report_json(const Hostprof__Snapshot *snap, FILE *out)
 		json_syscalls(&m, w, j);
 		json_offcpu(&m, w, j);
 		json_oncpu(&m, w, j);
+		json_interference(&m, w, j);
 		jsonw_end_object(j);
 	}
 	jsonw_end_array(j);

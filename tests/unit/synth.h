@@ -62,6 +62,33 @@ struct synth {
 	uint64_t smp_ts[SY_ROWS];
 	uint32_t smp_cpu[SY_ROWS], smp_tid[SY_ROWS], smp_pid[SY_ROWS], smp_k[SY_ROWS], smp_u[SY_ROWS];
 	size_t n_smp;
+
+	/* interference: rows count only with their bit in snap.interference (synth_interference) */
+	Hostprof__IrqTable irq;
+	uint64_t irq_ts[SY_ROWS], irq_dur[SY_ROWS];
+	uint32_t irq_cpu[SY_ROWS], irq_kind[SY_ROWS], irq_num[SY_ROWS], irq_name[SY_ROWS], irq_tid[SY_ROWS],
+		irq_pid[SY_ROWS], irq_flags[SY_ROWS];
+	size_t n_irq;
+
+	Hostprof__ReclaimTable rcl;
+	uint64_t rcl_ts[SY_ROWS], rcl_dur[SY_ROWS];
+	uint32_t rcl_tid[SY_ROWS], rcl_pid[SY_ROWS], rcl_kind[SY_ROWS], rcl_gfp[SY_ROWS], rcl_cpu[SY_ROWS];
+	int32_t rcl_order[SY_ROWS];
+	int64_t rcl_result[SY_ROWS];
+	size_t n_rcl;
+
+	Hostprof__FaultTable flt;
+	uint64_t flt_ts[SY_ROWS], flt_dur[SY_ROWS];
+	uint32_t flt_tid[SY_ROWS], flt_pid[SY_ROWS], flt_faults[SY_ROWS], flt_write[SY_ROWS],
+		flt_exec[SY_ROWS], flt_prot[SY_ROWS], flt_minor[SY_ROWS], flt_major[SY_ROWS];
+	size_t n_flt;
+
+	Hostprof__LockTable lck;
+	uint64_t lck_ts[SY_ROWS], lck_dur[SY_ROWS], lck_lock[SY_ROWS];
+	uint32_t lck_tid[SY_ROWS], lck_pid[SY_ROWS], lck_flags[SY_ROWS], lck_k[SY_ROWS], lck_cpu[SY_ROWS],
+		lck_name[SY_ROWS];
+	int32_t lck_ret[SY_ROWS];
+	size_t n_lck;
 };
 
 static inline void synth_init(struct synth *sy)
@@ -224,6 +251,84 @@ static inline void synth_sample(struct synth *sy, uint64_t ts, uint32_t tid, uin
 	sy->smp_k[i] = kstack;
 }
 
+/* What the snapshot says it captured: 1 irqs, 2 reclaim, 4 faults, 8 locks; and the thresholds. */
+static inline void synth_interference(struct synth *sy, uint32_t mask, uint64_t irq_min_ns,
+				      uint64_t lock_min_ns)
+{
+	sy->snap.has_interference = sy->snap.has_irq_min_ns = sy->snap.has_lock_min_ns = 1;
+	sy->snap.interference = mask;
+	sy->snap.irq_min_ns = irq_min_ns;
+	sy->snap.lock_min_ns = lock_min_ns;
+}
+
+/* An interrupt (kind 1 hard, 2 soft) on cpu: flags 1, it interrupted tid; 2, a thread of SY_PID waited. */
+static inline void synth_irq(struct synth *sy, uint64_t ts, uint64_t dur, uint32_t cpu, uint32_t kind,
+			     uint32_t num, const char *name, uint32_t tid, uint32_t flags)
+{
+	size_t i = sy->n_irq++;
+
+	sy->irq_ts[i] = ts;
+	sy->irq_dur[i] = dur;
+	sy->irq_cpu[i] = cpu;
+	sy->irq_kind[i] = kind;
+	sy->irq_num[i] = num;
+	sy->irq_name[i] = synth_str(sy, name);
+	sy->irq_tid[i] = tid;
+	sy->irq_pid[i] = SY_PID;
+	sy->irq_flags[i] = flags;
+}
+
+/* Reclaim (kind 1 direct, 2 memcg) or compaction (3) in tid, on CPU 0. */
+static inline void synth_reclaim(struct synth *sy, uint64_t ts, uint64_t dur, uint32_t tid, uint32_t kind,
+				 int32_t order, uint32_t gfp, int64_t result)
+{
+	size_t i = sy->n_rcl++;
+
+	sy->rcl_ts[i] = ts;
+	sy->rcl_dur[i] = dur;
+	sy->rcl_tid[i] = tid;
+	sy->rcl_pid[i] = SY_PID;
+	sy->rcl_kind[i] = kind;
+	sy->rcl_order[i] = order;
+	sy->rcl_gfp[i] = gfp;
+	sy->rcl_result[i] = result;
+}
+
+/* The page faults of tid over [ts, ts + dur): the tracepoint's (faults, write, exec, prot), the counters'. */
+static inline void synth_faults(struct synth *sy, uint64_t ts, uint64_t dur, uint32_t tid,
+				const uint32_t tp[4], uint32_t minor, uint32_t major)
+{
+	size_t i = sy->n_flt++;
+
+	sy->flt_ts[i] = ts;
+	sy->flt_dur[i] = dur;
+	sy->flt_tid[i] = tid;
+	sy->flt_pid[i] = SY_PID;
+	sy->flt_faults[i] = tp[0];
+	sy->flt_write[i] = tp[1];
+	sy->flt_exec[i] = tp[2];
+	sy->flt_prot[i] = tp[3];
+	sy->flt_minor[i] = minor;
+	sy->flt_major[i] = major;
+}
+
+/* tid waited for the kernel lock at address lock (flags LCB_F_*, 0x10000 mmap_lock), on CPU 0. */
+static inline void synth_lock(struct synth *sy, uint64_t ts, uint64_t dur, uint32_t tid, uint64_t lock,
+			      uint32_t flags, int32_t ret, uint32_t kstack, const char *name)
+{
+	size_t i = sy->n_lck++;
+
+	sy->lck_ts[i] = ts;
+	sy->lck_dur[i] = dur;
+	sy->lck_tid[i] = tid;
+	sy->lck_pid[i] = SY_PID;
+	sy->lck_lock[i] = lock;
+	sy->lck_flags[i] = flags;
+	sy->lck_ret[i] = ret;
+	sy->lck_k[i] = kstack;
+	sy->lck_name[i] = synth_str(sy, name);
+}
+
 /* Absolute times to ts_delta, in place. */
 static inline void synth_deltas(uint64_t *ts, size_t n)
 {
@@ -293,6 +398,60 @@ static inline Hostprof__Snapshot *synth_finish(struct synth *sy)
 	SY_COL(&sy->smp, kstack, sy->smp_k, sy->n_smp);
 	SY_COL(&sy->smp, ustack, sy->smp_u, sy->n_smp);
 	s->samples = &sy->smp;
+
+	hostprof__irq_table__init(&sy->irq);
+	synth_deltas(sy->irq_ts, sy->n_irq);
+	SY_COL(&sy->irq, ts_delta, sy->irq_ts, sy->n_irq);
+	SY_COL(&sy->irq, dur_ns, sy->irq_dur, sy->n_irq);
+	SY_COL(&sy->irq, cpu, sy->irq_cpu, sy->n_irq);
+	SY_COL(&sy->irq, kind, sy->irq_kind, sy->n_irq);
+	SY_COL(&sy->irq, num, sy->irq_num, sy->n_irq);
+	SY_COL(&sy->irq, name, sy->irq_name, sy->n_irq);
+	SY_COL(&sy->irq, tid, sy->irq_tid, sy->n_irq);
+	SY_COL(&sy->irq, pid, sy->irq_pid, sy->n_irq);
+	SY_COL(&sy->irq, flags, sy->irq_flags, sy->n_irq);
+	s->irqs = &sy->irq;
+
+	hostprof__reclaim_table__init(&sy->rcl);
+	synth_deltas(sy->rcl_ts, sy->n_rcl);
+	SY_COL(&sy->rcl, ts_delta, sy->rcl_ts, sy->n_rcl);
+	SY_COL(&sy->rcl, dur_ns, sy->rcl_dur, sy->n_rcl);
+	SY_COL(&sy->rcl, tid, sy->rcl_tid, sy->n_rcl);
+	SY_COL(&sy->rcl, pid, sy->rcl_pid, sy->n_rcl);
+	SY_COL(&sy->rcl, kind, sy->rcl_kind, sy->n_rcl);
+	SY_COL(&sy->rcl, order, sy->rcl_order, sy->n_rcl);
+	SY_COL(&sy->rcl, gfp, sy->rcl_gfp, sy->n_rcl);
+	SY_COL(&sy->rcl, result, sy->rcl_result, sy->n_rcl);
+	SY_COL(&sy->rcl, cpu, sy->rcl_cpu, sy->n_rcl);
+	s->reclaims = &sy->rcl;
+
+	hostprof__fault_table__init(&sy->flt);
+	synth_deltas(sy->flt_ts, sy->n_flt);
+	SY_COL(&sy->flt, ts_delta, sy->flt_ts, sy->n_flt);
+	SY_COL(&sy->flt, dur_ns, sy->flt_dur, sy->n_flt);
+	SY_COL(&sy->flt, tid, sy->flt_tid, sy->n_flt);
+	SY_COL(&sy->flt, pid, sy->flt_pid, sy->n_flt);
+	SY_COL(&sy->flt, faults, sy->flt_faults, sy->n_flt);
+	SY_COL(&sy->flt, write, sy->flt_write, sy->n_flt);
+	SY_COL(&sy->flt, exec, sy->flt_exec, sy->n_flt);
+	SY_COL(&sy->flt, prot, sy->flt_prot, sy->n_flt);
+	SY_COL(&sy->flt, minor, sy->flt_minor, sy->n_flt);
+	SY_COL(&sy->flt, major, sy->flt_major, sy->n_flt);
+	s->faults = &sy->flt;
+
+	hostprof__lock_table__init(&sy->lck);
+	synth_deltas(sy->lck_ts, sy->n_lck);
+	SY_COL(&sy->lck, ts_delta, sy->lck_ts, sy->n_lck);
+	SY_COL(&sy->lck, dur_ns, sy->lck_dur, sy->n_lck);
+	SY_COL(&sy->lck, tid, sy->lck_tid, sy->n_lck);
+	SY_COL(&sy->lck, pid, sy->lck_pid, sy->n_lck);
+	SY_COL(&sy->lck, lock, sy->lck_lock, sy->n_lck);
+	SY_COL(&sy->lck, flags, sy->lck_flags, sy->n_lck);
+	SY_COL(&sy->lck, ret, sy->lck_ret, sy->n_lck);
+	SY_COL(&sy->lck, kstack, sy->lck_k, sy->n_lck);
+	SY_COL(&sy->lck, cpu, sy->lck_cpu, sy->n_lck);
+	SY_COL(&sy->lck, name, sy->lck_name, sy->n_lck);
+	s->locks = &sy->lck;
 #undef SY_COL
 
 	s->strings = sy->strings;

@@ -17,6 +17,14 @@
  *  5. every exporter refuses an inconsistent snapshot with -EINVAL, writing nothing, and
  *     returns the errno of a failed write (/dev/full: -ENOSPC).
  *  6. pprof: gzip with mtime 0, the same bytes every time.
+ *  7. interference: the longest reclaim, lock wait or interrupt, or one group's total time
+ *     taken, names the cause when it beats the scheduler's worst stall (memcg reclaim,
+ *     NET_RX and its CPU, mmap_lock); one that covers a runqueue wait or a D interval
+ *     explains it; a hard IRQ nested in a softirq counts once in the thread's total; an
+ *     interrupt that ran while a thread waited goes to the thread the switches say waited
+ *     there; tables not captured are named once, and a snapshot with interference = 0
+ *     says nothing of them and keeps the scheduler's verdict; the JSON report's objects
+ *     carry the exact numbers; an interference table with a short column is refused.
  *
  * Usage: test-export-synthetic FIXTURES_DIR. Exit: 0 pass, 1 fail.
  */
@@ -316,6 +324,324 @@ static void test_pprof_bytes(const Hostprof__Snapshot *fixture)
 	free(a);
 }
 
+/* ---- 7. interference --------------------------------------------------------------------- */
+
+#define SY_US 1000ull
+
+static const struct sy_task worker = { 11, SY_PID, "worker", 120, 0 }, rt50 = { 50, 50, "rt", 89, 2 };
+
+static char *report_of(const Hostprof__Snapshot *s, export_fn fn)
+{
+	char *out = NULL;
+	size_t len = 0;
+	int r = render(s, fn, &out, &len);
+
+	CHECKF(r == 0, "report: %d", r);
+	return out;
+}
+
+#define CHECK_HAS(out, want) \
+	CHECKF((out) && strstr((out), (want)), "missing: %s\nin:\n%s", (want), (out) ? (out) : "")
+
+/* worker, preempted by rt for 5 ms at +0.010 s on CPU 1: the scheduler's worst stall */
+static void build_preempted(void)
+{
+	synth_init(&sy);
+	synth_thread(&sy, 11, SY_PID, "worker");
+	synth_switch(&sy, SY_T0 + 10 * SY_MS, 1, &worker, 0, &rt50, 0, 0);
+	synth_switch(&sy, SY_T0 + 15 * SY_MS, 1, &rt50, 1, &worker, 5 * SY_MS, 2);
+}
+
+static void build_reclaim(bool captured)
+{
+	build_preempted();
+	if (captured)
+		synth_interference(&sy, 2, 0, 0);
+	synth_reclaim(&sy, SY_T0 + 412 * SY_MS, 12 * SY_MS, 11, 2, 0, 0xcc0, 1234);
+	synth_reclaim(&sy, SY_T0 + 500 * SY_MS, 2 * SY_MS, 11, 3, 9, 0, 5);
+	synth_finish(&sy);
+}
+
+static void test_interference_reclaim(void)
+{
+	char *line, *out;
+
+	build_reclaim(true);
+	line = first_line(&sy.snap);
+	CHECK_STR(
+		line,
+		"worst stall: worker (tid 11) spent 12.0 ms in memcg reclaim at +0.412 s (order 0, 1234 pages "
+		"reclaimed)");
+	free(line);
+	out = report_of(&sy.snap, snapshot_report_text);
+	CHECK_HAS(out,
+		  "\ninterference  captured: reclaim; not captured: irqs, faults, locks (--interference)\n");
+	CHECK_HAS(out, "\n  interference\n"
+		       "    reclaim         2, 14.000 ms, max 12.000 ms\n"
+		       "         count   total ms     max ms  kind\n"
+		       "             1     12.000     12.000  memcg reclaim, order 0: 1234 pages reclaimed\n"
+		       "             1      2.000      2.000  compaction, order 9: status 5\n");
+	CHECKF(out && !strstr(out, "interrupts") && !strstr(out, "lock waits") && !strstr(out, "page faults"),
+	       "tables not captured have no lines:\n%s", out ? out : "");
+	free(out);
+
+	/* the same rows, not captured: not a word of them, and the scheduler's verdict */
+	build_reclaim(false);
+	line = first_line(&sy.snap);
+	CHECK_STR(line, "worst stall: worker (tid 11) waited 5.0 ms at +0.010 s: preempted by rt (pid 50, "
+			"SCHED_RR prio 89)");
+	free(line);
+	out = report_of(&sy.snap, snapshot_report_text);
+	CHECKF(out && !strstr(out, "interference") && !strstr(out, "reclaim"), "interference = 0:\n%s",
+	       out ? out : "");
+	free(out);
+	out = report_of(&sy.snap, snapshot_report_json);
+	CHECKF(out && !strstr(out, "interference") && !strstr(out, "reclaim"), "interference = 0:\n%s",
+	       out ? out : "");
+	CHECK_HAS(out, "{\"verdict\":{\"kind\":\"preempted\",");
+	free(out);
+}
+
+static void test_interference_softirq(void)
+{
+	char *line, *out;
+
+	/* 60 NET_RX softirqs of 3 ms take 18% of CPU 1 from worker; a hard IRQ nests in the first */
+	build_preempted();
+	synth_interference(&sy, 1, 10 * SY_US, 0);
+	for (size_t i = 0; i < 60; i++) {
+		synth_irq(&sy, SY_T0 + 100 * SY_MS + i * 10 * SY_MS, 3 * SY_MS, 1, 2, 3, "NET_RX", 11, 1);
+		if (!i)
+			synth_irq(&sy, SY_T0 + 100 * SY_MS + 500 * SY_US, 500 * SY_US, 1, 1, 24, "virtio3-rx",
+				  11, 1);
+	}
+	line = first_line(synth_finish(&sy));
+	CHECK_STR(
+		line,
+		"worst stall: worker (tid 11) lost 18.0% of CPU 1 to softirq NET_RX (180.0 ms over 1.000 s, "
+		"60 times, max 3.0 ms)");
+	free(line);
+	out = report_of(&sy.snap, snapshot_report_text);
+	CHECK_HAS(out,
+		  "\ninterference  captured: irqs at or above 10 us; not captured: reclaim, faults, locks "
+		  "(--interference)\n");
+	CHECK_HAS(out, "\n  interference\n"
+		       "    interrupts      61 while it ran: 180.000 ms taken (18.00% of the window)\n"
+		       "         count   total ms     max ms  % window  interrupted it\n"
+		       "            60    180.000      3.000     18.00  softirq NET_RX on CPU 1\n"
+		       "             1      0.500      0.500      0.05  irq 24 virtio3-rx on CPU 1\n");
+	free(out);
+
+	/* one interrupt longer than the preemption: the single event */
+	build_preempted();
+	synth_interference(&sy, 1, 0, 0);
+	synth_irq(&sy, SY_T0 + 300 * SY_MS, 8 * SY_MS, 2, 2, 3, "NET_RX", 11, 1);
+	line = first_line(synth_finish(&sy));
+	CHECK_STR(
+		line,
+		"worst stall: worker (tid 11) was interrupted 8.0 ms by softirq NET_RX on CPU 2 at +0.300 s");
+	free(line);
+
+	/* shorter than the preemption, and in total too: the preemption stays the verdict */
+	build_preempted();
+	synth_interference(&sy, 1, 0, 0);
+	synth_irq(&sy, SY_T0 + 300 * SY_MS, 2 * SY_MS, 1, 2, 3, "NET_RX", 11, 1);
+	synth_irq(&sy, SY_T0 + 400 * SY_MS, 2 * SY_MS, 1, 2, 3, "NET_RX", 11, 1);
+	line = first_line(synth_finish(&sy));
+	CHECK_STR(line, "worst stall: worker (tid 11) waited 5.0 ms at +0.010 s: preempted by rt (pid 50, "
+			"SCHED_RR prio 89)");
+	free(line);
+}
+
+static void test_interference_waiting(void)
+{
+	const struct sy_task reader = { 11, SY_PID, "reader", 120, 0 };
+	char *line, *out;
+
+	/* woken at +0.037 s, runnable 3 ms on an idle CPU 0 while a NET_RX softirq ran there */
+	synth_init(&sy);
+	synth_thread(&sy, 11, SY_PID, "reader");
+	synth_switch(&sy, SY_T0 + 40 * SY_MS, 0, &idle, 0, &reader, 3 * SY_MS, 1);
+	synth_interference(&sy, 1, 0, 0);
+	synth_irq(&sy, SY_T0 + 37 * SY_MS + 200 * SY_US, 2500 * SY_US, 0, 2, 3, "NET_RX", 0, 2);
+	/* on a CPU where no thread of the process waited; no name: the vector's */
+	synth_irq(&sy, SY_T0 + 500 * SY_MS, 100 * SY_US, 3, 2, 1, "", 0, 2);
+	line = first_line(synth_finish(&sy));
+	CHECK_STR(
+		line,
+		"worst stall: reader (tid 11) was kept waiting 2.5 ms by softirq NET_RX on CPU 0 at +0.037 s, "
+		"within its 3.0 ms runqueue wait");
+	free(line);
+	out = report_of(&sy.snap, snapshot_report_text);
+	CHECK_HAS(out,
+		  "\ninterference  1 interrupt, 0.100 ms, ran where a thread waited; the switches name no "
+		  "thread waiting there\n");
+	CHECK_HAS(out, "\n    interrupts      1 while it waited on a CPU: 2.500 ms\n"
+		       "         count   total ms     max ms  % window  ran while it waited\n"
+		       "             1      2.500      2.500      0.25  softirq NET_RX on CPU 0\n");
+	free(out);
+	out = report_of(&sy.snap, snapshot_report_json);
+	CHECK_HAS(out, "\"verdict\":{\"kind\":\"irq\",");
+	CHECK_HAS(
+		out,
+		"\"at_ns\":37200000,\"dur_ns\":2500000,\"involuntary\":true,\"cpu\":0,\"irq\":{\"kind\":"
+		"\"softirq\",\"num\":3,\"name\":\"NET_RX\",\"thread_was\":\"waiting\"},\"within\":{\"kind\":"
+		"\"runqueue\",\"at_ns\":37000000,\"dur_ns\":3000000}}");
+	CHECK_HAS(out, "\"unmatched_irqs\":{\"count\":1,\"time_ns\":100000}");
+	free(out);
+}
+
+/* A page fault's kernel stack, innermost first: 7 frames */
+static uint32_t lock_stack(void)
+{
+	static const char *const fns[] = { "rwsem_down_read_slowpath",
+					   "down_read",
+					   "lock_mm_and_find_vma",
+					   "do_user_addr_fault",
+					   "exc_page_fault",
+					   "asm_exc_page_fault",
+					   "__memcpy" };
+	uint32_t f[7];
+
+	for (size_t i = 0; i < 7; i++)
+		f[i] = synth_frame(&sy, fns[i], 0x2400000 + i * 0x100, true, 3);
+	return synth_stack(&sy, false, f, 7);
+}
+
+static void test_interference_lock(void)
+{
+	char *line, *out;
+	uint32_t k;
+
+	/* a 4 ms wait for the mmap_lock, asleep (D) 3.9 ms of it; a 2 ms preemption elsewhere */
+	synth_init(&sy);
+	synth_thread(&sy, 11, SY_PID, "worker");
+	k = lock_stack();
+	synth_switch(&sy, SY_T0 + 10 * SY_MS, 1, &worker, 0, &rt50, 0, 0);
+	synth_switch(&sy, SY_T0 + 12 * SY_MS, 1, &rt50, 1, &worker, 2 * SY_MS, 2);
+	synth_offcpu(&sy, SY_T0 + 700 * SY_MS + 50 * SY_US, 3900 * SY_US, 11, 2, 0, "", k, 0);
+	synth_interference(&sy, 8, 0, 100 * SY_US);
+	synth_lock(&sy, SY_T0 + 700 * SY_MS, 4 * SY_MS, 11, 0xffff888004a3c0e8ull, 0x10002, 0, k,
+		   "mmap_lock");
+	synth_lock(&sy, SY_T0 + 800 * SY_MS, 1 * SY_MS, 11, 0xffff888004a3c0e8ull, 0x10002, 0, k,
+		   "mmap_lock");
+	synth_lock(&sy, SY_T0 + 900 * SY_MS, 200 * SY_US, 11, 0xffffffff82a0b1c0ull, 0x20, -4, 0, "");
+	line = first_line(synth_finish(&sy));
+	CHECK_STR(line,
+		  "worst stall: worker (tid 11) waited 4.0 ms for mmap_lock (rwsem read) at +0.700 s, within "
+		  "its 3.9 ms off-CPU D interval");
+	free(line);
+	out = report_of(&sy.snap, snapshot_report_text);
+	CHECK_HAS(out,
+		  "\ninterference  captured: locks at or above 100 us; not captured: irqs, reclaim, faults "
+		  "(--interference)\n");
+	CHECK_HAS(
+		out,
+		"\n  interference\n"
+		"    lock waits      3, 5.200 ms, max 4.000 ms\n"
+		"         count   total ms     max ms  lock; the longest wait's kernel stack, innermost first\n"
+		"             2      5.000      4.000  mmap_lock (rwsem read)\n"
+		"                                      rwsem_down_read_slowpath [k]\n"
+		"                                      down_read [k]\n"
+		"                                      lock_mm_and_find_vma [k]\n"
+		"                                      do_user_addr_fault [k]\n"
+		"                                      exc_page_fault [k]\n"
+		"                                      asm_exc_page_fault [k]\n"
+		"                                      ... 1 more frame\n"
+		"             1      0.200      0.200  mutex 0xffffffff82a0b1c0; 1 gave up\n");
+	free(out);
+	out = report_of(&sy.snap, snapshot_report_json);
+	CHECK_HAS(out, "\"verdict\":{\"kind\":\"lock\",");
+	CHECK_HAS(out, "\"lock\":{\"address\":\"0xffff888004a3c0e8\",\"kind\":\"rwsem read\",\"flags\":65538,"
+		       "\"name\":\"mmap_lock\",\"mmap_lock\":true,\"ret\":0,\"frames\":[{\"function\":"
+		       "\"rwsem_down_read_slowpath\",\"kernel\":true},");
+	CHECK_HAS(out,
+		  "\"within\":{\"kind\":\"blocked\",\"at_ns\":700050000,\"dur_ns\":3900000,\"state\":\"D\"}");
+	CHECK_HAS(
+		out,
+		"{\"address\":\"0xffffffff82a0b1c0\",\"kind\":\"mutex\",\"flags\":32,\"name\":\"\","
+		"\"mmap_lock\":false,\"count\":1,\"time_ns\":200000,\"max_ns\":200000,\"gave_up\":1,"
+		"\"longest\":{\"at_ns\":900000000,\"dur_ns\":200000,\"ret\":-4,\"errno\":\"EINTR\",\"cpu\":0,"
+		"\"truncated\":false,\"frames\":[]}}");
+	free(out);
+}
+
+/* Every table at once, and the JSON report's numbers. */
+static void build_all(void)
+{
+	build_preempted();
+	synth_interference(&sy, 15, 0, 0);
+	synth_irq(&sy, SY_T0 + 300 * SY_MS, 3 * SY_MS, 1, 2, 3, "NET_RX", 11, 1);
+	synth_reclaim(&sy, SY_T0 + 412 * SY_MS, 12 * SY_MS, 11, 2, 0, 0xcc0, 1234);
+	synth_faults(&sy, SY_T0 + 100 * SY_MS, 100 * SY_MS, 11, (uint32_t[]){ 100, 60, 0, 3 }, 95, 5);
+	synth_faults(&sy, SY_T0 + 200 * SY_MS, 100 * SY_MS, 11, (uint32_t[]){ 0, 0, 0, 0 }, 50, 0);
+	synth_lock(&sy, SY_T0 + 600 * SY_MS, 4 * SY_MS, 11, 0xffff888004a3c0e8ull, 0x10004, 0, 0,
+		   "mmap_lock");
+	synth_finish(&sy);
+}
+
+static void test_interference_json(void)
+{
+	char *out;
+
+	build_all();
+	out = report_of(&sy.snap, snapshot_report_text);
+	CHECK_HAS(out, "\ninterference  captured: irqs, reclaim, faults, locks\n");
+	CHECK_HAS(
+		out,
+		"\n    page faults     145 minor, 5 major: 750/s over 0.200 s; most major at once: 5 in 0.100 s "
+		"at +0.100 s\n"
+		"                    100 user faults taken: 60 write, 0 exec, 3 prot\n");
+	free(out);
+	out = report_of(&sy.snap, snapshot_report_json);
+	CHECK_HAS(
+		out,
+		"{\"verdict\":{\"kind\":\"reclaim\",\"text\":\"worst stall: worker (tid 11) spent 12.0 ms in "
+		"memcg reclaim at +0.412 s (order 0, 1234 pages reclaimed)\",\"thread\":\"worker\",\"tid\":11,"
+		"\"at_ns\":412000000,\"dur_ns\":12000000,\"involuntary\":true,\"cpu\":0,\"reclaim\":{\"kind\":"
+		"\"memcg reclaim\",\"order\":0,\"gfp\":3264,\"result\":1234}},");
+	CHECK_HAS(
+		out,
+		"\"interference\":{\"captured\":[\"irqs\",\"reclaim\",\"faults\",\"locks\"],\"not_captured\":"
+		"[],\"irq_min_ns\":0,\"lock_min_ns\":0,\"unmatched_irqs\":{\"count\":0,\"time_ns\":0}}");
+	CHECK_HAS(
+		out,
+		"\"interference\":{\"irqs\":{\"while_running\":{\"count\":1,\"time_ns\":3000000,\"percent\":"
+		"0.3,\"groups\":1,\"by\":[{\"kind\":\"softirq\",\"num\":3,\"name\":\"NET_RX\",\"count\":1,"
+		"\"time_ns\":3000000,\"max_ns\":3000000,\"percent\":0.3,\"cpus\":[1],\"longest\":{\"at_ns\":"
+		"300000000,\"dur_ns\":3000000,\"cpu\":1}}]},\"while_waiting\":{\"count\":0,\"time_ns\":0,"
+		"\"percent\":0,\"groups\":0,\"by\":[]}},");
+	CHECK_HAS(
+		out,
+		"\"reclaim\":{\"count\":1,\"time_ns\":12000000,\"max_ns\":12000000,\"by\":[{\"kind\":"
+		"\"memcg reclaim\",\"order\":0,\"count\":1,\"time_ns\":12000000,\"max_ns\":12000000,"
+		"\"pages_reclaimed\":1234,\"longest\":{\"at_ns\":412000000,\"dur_ns\":12000000,\"gfp\":3264,"
+		"\"result\":1234,\"cpu\":0}}]},");
+	CHECK_HAS(out,
+		  "\"faults\":{\"minor\":145,\"major\":5,\"per_second\":750,\"periods\":2,\"over_ns\":"
+		  "200000000,\"faults\":100,\"write\":60,\"exec\":0,\"prot\":3,\"peak_major\":{\"at_ns\":"
+		  "100000000,\"dur_ns\":100000000,\"major\":5}},");
+	CHECK_HAS(out,
+		  "\"locks\":{\"count\":1,\"time_ns\":4000000,\"max_ns\":4000000,\"locks\":1,\"by\":[{"
+		  "\"address\":\"0xffff888004a3c0e8\",\"kind\":\"rwsem write\",\"flags\":65540,\"name\":"
+		  "\"mmap_lock\",\"mmap_lock\":true,\"count\":1,\"time_ns\":4000000,\"max_ns\":4000000,"
+		  "\"gave_up\":0,\"longest\":{\"at_ns\":600000000,\"dur_ns\":4000000,\"ret\":0,\"cpu\":0,"
+		  "\"truncated\":false,\"frames\":[]}}]}}");
+	free(out);
+
+	/* a column shorter than the others: refused, nothing written */
+	build_all();
+	sy.lck.n_ret--;
+	for (size_t i = 0; i < 2; i++) {
+		char *bad = NULL;
+		size_t len = 0;
+		int r = render(&sy.snap, i ? snapshot_report_json : snapshot_report_text, &bad, &len);
+
+		CHECKF(r == -EINVAL && len == 0, "short lock column: %d, %zu bytes", r, len);
+		free(bad);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	Hostprof__Snapshot *fixture = NULL;
@@ -338,6 +664,11 @@ int main(int argc, char **argv)
 	test_summary(fixture);
 	test_errors(fixture);
 	test_pprof_bytes(fixture);
+	test_interference_reclaim();
+	test_interference_softirq();
+	test_interference_waiting();
+	test_interference_lock();
+	test_interference_json();
 	hps_free(fixture);
 	return check_summary();
 }

@@ -8,6 +8,9 @@
  * 3. Rejections, with the output left untouched: wrong magic, short and truncated data,
  *    every column one entry short or long, string indices out of range, a directory,
  *    a missing file, an oversized (sparse) file.
+ * 4. The interference tables (IrqTable, ReclaimTable, FaultTable, LockTable): a consistent
+ *    set round-trips; each column of each table one entry short, a string or stack index
+ *    out of range and an end past 2^64 are rejected, by hps_unpack and by hps_validate.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -630,6 +633,217 @@ static void test_files(void)
 	CHECK_EQ_INT(rmdir(dir), 0);
 }
 
+/* ---- 4. Interference tables ----------------------------------------------------------- */
+
+#define NINT 2
+
+/* The scene with two rows in each interference table, and one kernel stack. */
+struct intf {
+	struct scene sc;
+	Hostprof__IrqTable irq;
+	Hostprof__ReclaimTable rc;
+	Hostprof__FaultTable ft;
+	Hostprof__LockTable lk;
+	Hostprof__Stack stack, *stackp;
+	Hostprof__Frame frame, *framep;
+	uint32_t frames[1];
+	uint64_t irq_ts[NINT], irq_dur[NINT];
+	uint32_t irq_cpu[NINT], irq_kind[NINT], irq_num[NINT], irq_name[NINT], irq_tid[NINT], irq_pid[NINT],
+		irq_flags[NINT];
+	uint64_t rc_ts[NINT], rc_dur[NINT];
+	uint32_t rc_tid[NINT], rc_pid[NINT], rc_kind[NINT], rc_gfp[NINT], rc_cpu[NINT];
+	int32_t rc_order[NINT];
+	int64_t rc_result[NINT];
+	uint64_t ft_ts[NINT], ft_dur[NINT];
+	uint32_t ft_tid[NINT], ft_pid[NINT], ft_faults[NINT], ft_write[NINT], ft_exec[NINT], ft_prot[NINT],
+		ft_minor[NINT], ft_major[NINT];
+	uint64_t lk_ts[NINT], lk_dur[NINT], lk_lock[NINT];
+	uint32_t lk_tid[NINT], lk_pid[NINT], lk_flags[NINT], lk_kstack[NINT], lk_cpu[NINT], lk_name[NINT];
+	int32_t lk_ret[NINT];
+};
+
+#define INTF_COLUMN(table, col, arr, a, b)                       \
+	do {                                                     \
+		(arr)[0] = (a);                                  \
+		(arr)[1] = (b);                                  \
+		(table)->n_##col = NINT;                         \
+		(table)->col = (arr);                            \
+	} while (0)
+
+static void intf_init(struct intf *f)
+{
+	memset(f, 0, sizeof(*f));
+	scene_init(&f->sc);
+	f->irq = (Hostprof__IrqTable)HOSTPROF__IRQ_TABLE__INIT;
+	f->rc = (Hostprof__ReclaimTable)HOSTPROF__RECLAIM_TABLE__INIT;
+	f->ft = (Hostprof__FaultTable)HOSTPROF__FAULT_TABLE__INIT;
+	f->lk = (Hostprof__LockTable)HOSTPROF__LOCK_TABLE__INIT;
+	f->stack = (Hostprof__Stack)HOSTPROF__STACK__INIT;
+	f->frame = (Hostprof__Frame)HOSTPROF__FRAME__INIT;
+
+	INTF_COLUMN(&f->irq, ts_delta, f->irq_ts, 100, 5000);
+	INTF_COLUMN(&f->irq, dur_ns, f->irq_dur, 2000, 40);
+	INTF_COLUMN(&f->irq, cpu, f->irq_cpu, 1, 63);
+	INTF_COLUMN(&f->irq, kind, f->irq_kind, 1, 2);
+	INTF_COLUMN(&f->irq, num, f->irq_num, 41, 3);
+	INTF_COLUMN(&f->irq, name, f->irq_name, 1, ARRAY_SIZE(strings) - 1);
+	INTF_COLUMN(&f->irq, tid, f->irq_tid, 101, 0);
+	INTF_COLUMN(&f->irq, pid, f->irq_pid, 100, 100);
+	INTF_COLUMN(&f->irq, flags, f->irq_flags, 1, 2);
+
+	INTF_COLUMN(&f->rc, ts_delta, f->rc_ts, 0, 1000000);
+	INTF_COLUMN(&f->rc, dur_ns, f->rc_dur, 12000000, 3000000);
+	INTF_COLUMN(&f->rc, tid, f->rc_tid, 101, 101);
+	INTF_COLUMN(&f->rc, pid, f->rc_pid, 100, 100);
+	INTF_COLUMN(&f->rc, kind, f->rc_kind, 2, 3);
+	INTF_COLUMN(&f->rc, order, f->rc_order, 0, 9);
+	INTF_COLUMN(&f->rc, gfp, f->rc_gfp, 0xcc0, 0);
+	INTF_COLUMN(&f->rc, result, f->rc_result, 32, -1);
+	INTF_COLUMN(&f->rc, cpu, f->rc_cpu, 0, 1);
+
+	INTF_COLUMN(&f->ft, ts_delta, f->ft_ts, 7, 100000000);
+	INTF_COLUMN(&f->ft, dur_ns, f->ft_dur, 100000000, 100000000);
+	INTF_COLUMN(&f->ft, tid, f->ft_tid, 101, 101);
+	INTF_COLUMN(&f->ft, pid, f->ft_pid, 100, 100);
+	INTF_COLUMN(&f->ft, faults, f->ft_faults, 2000, 0);
+	INTF_COLUMN(&f->ft, write, f->ft_write, 1200, 0);
+	INTF_COLUMN(&f->ft, exec, f->ft_exec, 5, 0);
+	INTF_COLUMN(&f->ft, prot, f->ft_prot, 40, 0);
+	INTF_COLUMN(&f->ft, minor, f->ft_minor, 1990, 300);
+	INTF_COLUMN(&f->ft, major, f->ft_major, 10, 0);
+
+	INTF_COLUMN(&f->lk, ts_delta, f->lk_ts, 50, 50);
+	INTF_COLUMN(&f->lk, dur_ns, f->lk_dur, 6000000, 40000);
+	INTF_COLUMN(&f->lk, tid, f->lk_tid, 101, 100);
+	INTF_COLUMN(&f->lk, pid, f->lk_pid, 100, 100);
+	INTF_COLUMN(&f->lk, lock, f->lk_lock, 0xffff888104a3c0e8ULL, 0xffffffff83a1b2c0ULL);
+	INTF_COLUMN(&f->lk, flags, f->lk_flags, 0x10002, 0x1);
+	INTF_COLUMN(&f->lk, ret, f->lk_ret, 0, -4);
+	INTF_COLUMN(&f->lk, kstack, f->lk_kstack, 1, 0); /* index + 1: the one stack */
+	INTF_COLUMN(&f->lk, cpu, f->lk_cpu, 1, 0);
+	INTF_COLUMN(&f->lk, name, f->lk_name, 0, 1);
+
+	f->frame.has_address = 1;
+	f->frame.address = 0xffffffff81a3d012ULL;
+	f->frame.function = "down_read";
+	f->framep = &f->frame;
+	f->frames[0] = 0;
+	f->stack.n_frames = 1;
+	f->stack.frames = f->frames;
+	f->stackp = &f->stack;
+	f->sc.snap.n_frames = 1;
+	f->sc.snap.frames = &f->framep;
+	f->sc.snap.n_stacks = 1;
+	f->sc.snap.stacks = &f->stackp;
+
+	f->sc.snap.irqs = &f->irq;
+	f->sc.snap.reclaims = &f->rc;
+	f->sc.snap.faults = &f->ft;
+	f->sc.snap.locks = &f->lk;
+	f->sc.snap.has_interference = 1;
+	f->sc.snap.interference = 15;
+}
+
+/* Rejected by hps_unpack (packed) and by hps_validate (in memory). */
+static void expect_invalid(const struct intf *f, const char *what)
+{
+	expect_rejected(&f->sc, what);
+	CHECKF(hps_validate(&f->sc.snap) == -EINVAL, "%s: hps_validate accepts it", what);
+}
+
+/* The table of an intf by number: 0 irqs, 1 reclaims, 2 faults, 3 locks. */
+static ProtobufCMessage *intf_table(struct intf *f, int which)
+{
+	switch (which) {
+	case 0:
+		return &f->irq.base;
+	case 1:
+		return &f->rc.base;
+	case 2:
+		return &f->ft.base;
+	default:
+		return &f->lk.base;
+	}
+}
+
+static void test_interference(void)
+{
+	static const char *const tables[] = { "irqs", "reclaims", "faults", "locks" };
+	Hostprof__Snapshot *s = NULL;
+	struct intf f;
+
+	intf_init(&f);
+	CHECK_EQ_INT(hps_validate(&f.sc.snap), 0);
+	CHECK_EQ_INT(pack_unpack(&f.sc, &s), 0);
+	if (s) {
+		CHECK(s->irqs && s->irqs->n_ts_delta == NINT && s->irqs->name[1] == ARRAY_SIZE(strings) - 1);
+		CHECK(s->reclaims && s->reclaims->n_cpu == NINT && s->reclaims->result[1] == -1);
+		CHECK(s->faults && s->faults->n_major == NINT && s->faults->minor[0] == 1990);
+		CHECK(s->locks && s->locks->n_name == NINT && s->locks->kstack[0] == 1 && s->locks->ret[1] == -4);
+		CHECK(s->has_interference && s->interference == 15);
+		hps_free(s);
+	}
+
+	/* every column of every table one entry short (a table's columns are all required) */
+	for (int k = 0; k < 4; k++) {
+		const ProtobufCMessageDescriptor *d;
+
+		intf_init(&f);
+		d = intf_table(&f, k)->descriptor;
+		for (unsigned int c = 0; c < d->n_fields; c++) {
+			size_t *n = (size_t *)((char *)intf_table(&f, k) + d->fields[c].quantifier_offset);
+			char what[96];
+
+			CHECK(d->fields[c].label == PROTOBUF_C_LABEL_REPEATED);
+			(*n)--;
+			snprintf(what, sizeof(what), "%s.%s one short", tables[k], d->fields[c].name);
+			expect_invalid(&f, what);
+			(*n)++;
+		}
+		/* and all of a table's columns empty is an empty table */
+		for (unsigned int c = 0; c < d->n_fields; c++)
+			*(size_t *)((char *)intf_table(&f, k) + d->fields[c].quantifier_offset) = 0;
+		CHECKF(hps_validate(&f.sc.snap) == 0, "%s: an empty table is rejected", tables[k]);
+	}
+
+	/* indexes */
+	intf_init(&f);
+	f.irq_name[0] = ARRAY_SIZE(strings);
+	expect_invalid(&f, "irq name past the strings");
+	intf_init(&f);
+	f.lk_name[1] = UINT32_MAX;
+	expect_invalid(&f, "lock name past the strings");
+	intf_init(&f);
+	f.lk_kstack[1] = 2;
+	expect_invalid(&f, "lock kstack past the stacks");
+	intf_init(&f);
+	f.sc.snap.n_stacks = 0;
+	f.sc.snap.stacks = NULL;
+	expect_invalid(&f, "lock kstack without stacks");
+	intf_init(&f);
+	f.lk_kstack[0] = 0; /* 0: none, even without stacks */
+	f.sc.snap.n_stacks = 0;
+	f.sc.snap.stacks = NULL;
+	CHECK_EQ_INT(hps_validate(&f.sc.snap), 0);
+
+	/* times: the start of a row, or its end, past 2^64 */
+	intf_init(&f);
+	f.irq_dur[1] = UINT64_MAX - START_NS - 100 - 5000 + 1;
+	expect_invalid(&f, "irq end past 2^64");
+	intf_init(&f);
+	f.irq_dur[1] = UINT64_MAX - START_NS - 100 - 5000; /* ends at 2^64 - 1 exactly */
+	CHECK_EQ_INT(hps_validate(&f.sc.snap), 0);
+	intf_init(&f);
+	f.rc_dur[0] = UINT64_MAX - START_NS + 1;
+	expect_invalid(&f, "reclaim end past 2^64");
+	intf_init(&f);
+	f.ft_ts[1] = UINT64_MAX - START_NS;
+	expect_invalid(&f, "fault period start past 2^64");
+	intf_init(&f);
+	f.lk_dur[0] = UINT64_MAX;
+	expect_invalid(&f, "lock wait end past 2^64");
+}
+
 int main(void)
 {
 	test_round_trip();
@@ -638,5 +852,6 @@ int main(void)
 	test_string_index();
 	test_bad_bytes();
 	test_files();
+	test_interference();
 	return check_summary();
 }

@@ -9,8 +9,9 @@
  *    file stall.json next to it, byte for byte, and jq, a JSON parser independent of ours,
  *    finds in it the spans the story implies: acl_thread Runnable 25 ms after hog preempted
  *    it (state R), marked as a long wait; CPU 1 running hog for 25, 25 and 30 ms; dataloader
- *    Blocked in S until writer woke it; the syscall slices, nesting with the state spans;
- *    the task, migration and marker instants; the rows' names.
+ *    Blocked in S until writer woke it; the syscall, reclaim and lock-wait slices, nesting
+ *    with the state spans; the IRQs on CPU 1's row; dataloader's page-fault counter; the
+ *    task, migration and marker instants; the rows' names.
  *
  * Usage: test-json FIXTURE.hps (meson passes it; else ../fixtures/stall.hps from this file).
  * UPDATE_GOLDEN=1 writes the golden file instead of comparing (then inspect it by hand).
@@ -324,7 +325,7 @@ static void check_fixture_jq(const char *path)
 {
 	/* the file parses, as one object with these keys */
 	jq_expect(path, "keys", "[\"displayTimeUnit\",\"otherData\",\"traceEvents\"]", "top-level keys");
-	jq_expect(path, "[.traceEvents | length, (map(.ph) | unique)]", "[62,[\"M\",\"X\",\"i\"]]",
+	jq_expect(path, "[.traceEvents | length, (map(.ph) | unique)]", "[80,[\"C\",\"M\",\"X\",\"i\"]]",
 		  "event count");
 	jq_expect(path, ".otherData | [.pid, .start_ns, .kernel]", "[100,1000000000000,\"6.1.0-hostprof\"]",
 		  "otherData");
@@ -379,7 +380,7 @@ static void check_fixture_jq(const char *path)
 		  "CPU 1 runs hog");
 	jq_expect(path,
 		  "[.traceEvents[] | select(.pid == " CPUS_PID
-		  " and .ph == \"X\") | [.tid, .name, .ts, .dur]]"
+		  " and .ph == \"X\" and .cat == \"cpu\") | [.tid, .name, .ts, .dur]]"
 		  " | sort_by(.[2])",
 		  "[[4194306,\"acl_thread:101\",6000,94000],[4194306,\"hog:200\",100000,25000],"
 		  "[4194306,\"acl_thread:101\",125000,175000],[4194306,\"kworker/1:2:80\",300000,100],"
@@ -387,6 +388,25 @@ static void check_fixture_jq(const char *path)
 		  "[4194306,\"hog:200\",500000,25000],[4194306,\"acl_thread:101\",525000,375000],"
 		  "[4194306,\"hog:200\",900000,30000]]",
 		  "CPU rows");
+
+	/* IRQs on CPU 1's row: what they interrupted, or whose thread waited */
+	jq_expect(path,
+		  "[.traceEvents[] | select(.pid == " CPUS_PID
+		  " and (.cat == \"irq\" or .cat == \"softirq\")) | [.tid, .name, .ts, .dur, .args]]",
+		  "[[4194306,\"IRQ 41 (virtio3-rx)\",199990,6,{\"irq\":41,\"handler\":\"virtio3-rx\","
+		  "\"interrupted\":\"acl_thread:101\"}],"
+		  "[4194306,\"softirq NET_RX\",200000,2000,{\"vec\":3,\"interrupted\":\"acl_thread:101\"}],"
+		  "[4194306,\"softirq NET_RX\",250000,150,{\"vec\":3,\"interrupted\":\"acl_thread:101\"}],"
+		  "[4194306,\"softirq NET_RX\",800000,80,{\"vec\":3,\"interrupted\":\"acl_thread:101\"}],"
+		  "[4194306,\"softirq NET_RX\",910000,300,{\"vec\":3,\"waiting_pid\":100}]]",
+		  "IRQ rows");
+	/* and each lies inside a task span of its CPU row */
+	jq_expect(path,
+		  "[.traceEvents[] | select(.pid == " CPUS_PID " and .cat == \"cpu\")] as $run"
+		  " | [.traceEvents[] | select(.cat == \"irq\" or .cat == \"softirq\") as $q"
+		  " | select([$run[] | select(.tid == $q.tid and .ts <= $q.ts and .ts + .dur >= $q.ts + $q.dur)]"
+		  " | length != 1)] | length",
+		  "0", "IRQs nest in the task they interrupted");
 
 	/* dataloader: Blocked in S 50 ms in read, until writer woke it 10 us before it ran */
 	jq_expect(
@@ -407,18 +427,36 @@ static void check_fixture_jq(const char *path)
 		  "[\"futex\",100,102,599998,3005,202,\"0x7f0000002000\",\"0x80\",\"0x2\",0],"
 		  "[\"ioctl\",100,101,699998,1500,16,\"0x9\",\"0xc0184800\",\"0x7ffc00000000\",-11]]",
 		  "syscall slices");
-	/* slices on a row nest: no state span straddles a syscall's start or end */
+	/* reclaim and lock waits on the thread rows, with their args */
+	jq_expect(path,
+		  "[.traceEvents[] | select(.cat == \"memory\" or .cat == \"lock\") | select(.ph == \"X\")"
+		  " | [.name, .tid, .ts, .dur, .args]]",
+		  "[[\"memcg reclaim\",102,470000,12000,{\"order\":0,\"gfp\":\"0xcc0\",\"result\":32,\"cpu\":0}],"
+		  "[\"compaction\",102,700000,3000,{\"order\":9,\"gfp\":\"0x0\",\"result\":5,\"cpu\":0}],"
+		  "[\"lock wait: mmap_lock (rwsem read)\",101,350000,6000,"
+		  "{\"lock\":\"0xffff888104a3c0e8\",\"flags\":\"0x10002\",\"ret\":0,\"cpu\":1}],"
+		  "[\"lock wait: spinlock\",101,700500,40,"
+		  "{\"lock\":\"0xffff88810b2c4d40\",\"flags\":\"0x1\",\"ret\":0,\"cpu\":1}]]",
+		  "reclaim and lock-wait slices");
+	/* slices on a row nest: no state span straddles a syscall's, reclaim's or lock wait's start or end */
 	jq_expect(
 		path,
-		"[.traceEvents[] | select(.ph == \"X\" and .cat == \"syscall\")] as $sc"
-		" | [.traceEvents[] | select(.ph == \"X\" and .cat != \"syscall\" and .cat != \"cpu\") as $x"
+		"[.traceEvents[] | select(.ph == \"X\" and (.cat == \"syscall\" or .cat == \"memory\" or"
+		" .cat == \"lock\"))] as $sc"
+		" | [.traceEvents[] | select(.ph == \"X\" and .cat == \"sched\") as $x"
 		" | $sc[] | select(.tid == $x.tid) | select(($x.ts < .ts and $x.ts + $x.dur > .ts) or"
 		" ($x.ts < .ts + .dur and $x.ts + $x.dur > .ts + .dur))] | length",
-		"0", "state spans nest under syscalls");
+		"0", "state spans nest under syscalls, reclaims and lock waits");
+	/* dataloader's page faults: a counter step per period, 0 after the last */
+	jq_expect(path,
+		  "[.traceEvents[] | select(.ph == \"C\") | [.name, .pid, .ts, .args.minor, .args.major]]",
+		  "[[\"page faults dataloader:102\",100,450000,1990,10],[\"page faults dataloader:102\",100,550000,300,0],"
+		  "[\"page faults dataloader:102\",100,650000,0,0]]",
+		  "page-fault counter");
 	/* and the states of dataloader tile 400..603 ms without gap or overlap */
 	jq_expect(
 		path,
-		"[.traceEvents[] | select(.ph == \"X\" and .tid == 102 and .cat != \"syscall\")] | sort_by(.ts)"
+		"[.traceEvents[] | select(.ph == \"X\" and .tid == 102 and .cat == \"sched\")] | sort_by(.ts)"
 		" | [.[0].ts, (. as $s | [range(1; length)] | map(select($s[.].ts != $s[. - 1].ts + $s[. - 1].dur))"
 		" | length), (.[-1].ts + .[-1].dur)]",
 		"[400000,0,603000]", "dataloader's states tile");

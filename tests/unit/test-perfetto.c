@@ -14,8 +14,12 @@
  *    of the story are checked in it: hog's three preemptions of acl_thread, the wakeup of
  *    dataloader by writer, the syscall and off-CPU slices with their annotations, nested as
  *    trace_processor will nest them, the migration and marker instants, and the 8 samples
- *    whose interned callstacks resolve to their functions. Then the same snapshot with large
- *    tables streams in bounded writes, and broken copies of it are rejected.
+ *    whose interned callstacks resolve to their functions; and the interference: the IRQ
+ *    and softirq entries and exits in CPU 1's bundles, the reclaim, compaction and lock-wait
+ *    slices on the thread tracks (the spinlock nested in the ioctl, the mmap_lock wait with
+ *    its kernel stack), the page-fault periods on dataloader's child track. Then the same
+ *    snapshot with large tables streams in bounded writes, with 3000 overlapping IRQs keeps
+ *    each CPU's events in time order, and broken copies of it are rejected.
  *
  * Usage: test-perfetto [PROTO_DIR [FIXTURE.hps]]   (the directory holding perfetto_subset.proto;
  * meson passes it, else $PERFETTO_SUBSET_PROTO_DIR, else the directory of this source file;
@@ -1446,10 +1450,63 @@ static bool annotation_is(const struct node *te, const char *name, const char *w
 	return v && !strcmp(v, want);
 }
 
+/* An IRQ event the fixture's trace must hold (make-fixture.c: the interference). */
+struct want_irq {
+	uint64_t ts;
+	const char *event; /* irq_handler_entry, irq_handler_exit, softirq_entry, softirq_exit */
+	int64_t num;       /* irq, or vec */
+	uint64_t pid;      /* FtraceEvent.pid; UINT64_MAX: none */
+	size_t seen;
+};
+
+/* Whether ev is one of the IRQ events in want (counted there), else false. */
+static bool match_irq(const struct node *ev, uint64_t cpu, struct want_irq *want, size_t n)
+{
+	const char *events[] = { "irq_handler_entry", "irq_handler_exit", "softirq_entry", "softirq_exit" };
+	const struct node *irq = NULL;
+	char path[64];
+	size_t i, k;
+
+	for (k = 0; k < ARRAY_SIZE(events) && !irq; k++)
+		irq = child_named(ev, events[k]);
+	if (!irq)
+		return false;
+	for (i = 0; i < n; i++) {
+		bool hard = !strncmp(want[i].event, "irq_", 4);
+
+		if (strcmp(irq->name, want[i].event) || cpu != 1 || u64_at(ev, "timestamp") != want[i].ts ||
+		    u64_at(ev, "pid") != want[i].pid)
+			continue;
+		snprintf(path, sizeof(path), "%s.%s", want[i].event, hard ? "irq" : "vec");
+		if (i64_at(ev, path) != want[i].num)
+			continue;
+		if (!strcmp(want[i].event, "irq_handler_entry") && !str_is(irq, "name", "virtio3-rx"))
+			continue;
+		if (!strcmp(want[i].event, "irq_handler_exit") && i64_at(irq, "ret") != 1)
+			continue;
+		want[i].seen++;
+		break;
+	}
+	return true;
+}
+
 static void check_fixture_sched(const struct node *root)
 {
+	struct want_irq irqs[] = {
+		{ T0 + 200 * MS - 10 * US, "irq_handler_entry", 41, 101, 0 },
+		{ T0 + 200 * MS - 4 * US, "irq_handler_exit", 41, 101, 0 },
+		{ T0 + 200 * MS, "softirq_entry", 3, 101, 0 },
+		{ T0 + 202 * MS, "softirq_exit", 3, 101, 0 },
+		{ T0 + 250 * MS, "softirq_entry", 3, 101, 0 },
+		{ T0 + 250 * MS + 150 * US, "softirq_exit", 3, 101, 0 },
+		{ T0 + 800 * MS, "softirq_entry", 3, 101, 0 },
+		{ T0 + 800 * MS + 80 * US, "softirq_exit", 3, 101, 0 },
+		/* while acl_thread waits behind hog: no task of ours was interrupted */
+		{ T0 + 910 * MS, "softirq_entry", 3, UINT64_MAX, 0 },
+		{ T0 + 910 * MS + 300 * US, "softirq_exit", 3, UINT64_MAX, 0 },
+	};
 	const struct node *pk, *b, *ev;
-	size_t switches = 0, wakings = 0, preempts = 0, disorder = 0;
+	size_t switches = 0, wakings = 0, preempts = 0, disorder = 0, nirq = 0, irq_ok = 0, i;
 	uint64_t preempt_ts[3] = { 0 };
 	bool writer_wakes_loader = false, trainer_wakes_acl = false;
 
@@ -1467,7 +1524,9 @@ static void check_fixture_sched(const struct node *root)
 				continue;
 			disorder += ts < last;
 			last = ts;
-			if (child_named(ev, "sched_switch")) {
+			if (match_irq(ev, cpu, irqs, ARRAY_SIZE(irqs))) {
+				nirq++;
+			} else if (child_named(ev, "sched_switch")) {
 				switches++;
 				if (u64_at(ev, "sched_switch.prev_pid") == 101 && u64_at(ev, "pid") == 101 &&
 				    i64_at(ev, "sched_switch.prev_state") == 0 && str_is(ev, "sched_switch.next_comm", "hog") &&
@@ -1500,15 +1559,23 @@ static void check_fixture_sched(const struct node *root)
 	      preempt_ts[0], preempt_ts[1], preempt_ts[2]);
 	CHECK(writer_wakes_loader, "fixture: no sched_waking of dataloader by writer on CPU 1 at 449.99 ms");
 	CHECK(trainer_wakes_acl, "fixture: no sched_waking of acl_thread by trainer on CPU 0 at 5 ms");
+	for (i = 0; i < ARRAY_SIZE(irqs); i++) {
+		CHECK(irqs[i].seen == 1, "fixture: %s at %" PRIu64 " seen %zu times", irqs[i].event, irqs[i].ts,
+		      irqs[i].seen);
+		irq_ok += irqs[i].seen == 1;
+	}
+	CHECK(nirq == ARRAY_SIZE(irqs) && irq_ok == nirq, "fixture: %zu IRQ events, %zu as expected, want %zu", nirq,
+	      irq_ok, ARRAY_SIZE(irqs));
 }
 
 static void check_fixture_tracks(const struct node *root)
 {
 	const uint64_t acl = UINT64_C(0x4850000000000000) | 101, loader = UINT64_C(0x4850000000000000) | 102;
+	const uint64_t loader_faults = UINT64_C(0x4850200000000000) | 102;
 	struct tev ev[64];
 	struct slice sl[64];
-	const struct slice *read, *off, *futex, *ioctl, *mig, *mark;
-	size_t nev = 0, nsl, unmatched, described_acl = 0, described_loader = 0, early = 0;
+	const struct slice *read, *off, *futex, *ioctl, *mig, *mark, *memcg, *compact, *mmap, *spin, *f1, *f2;
+	size_t nev = 0, nsl, unmatched, described_acl = 0, described_loader = 0, described_faults = 0, early = 0;
 	const struct node *pk, *te, *td;
 
 	for (pk = root->child; pk; pk = pk->next) {
@@ -1520,12 +1587,17 @@ static void check_fixture_tracks(const struct node *root)
 			if (u64_at(td, "uuid") == loader && u64_at(td, "thread.pid") == 100 &&
 			    u64_at(td, "thread.tid") == 102 && str_is(td, "thread.thread_name", "dataloader"))
 				described_loader++;
+			/* a child of dataloader's track, after it */
+			if (u64_at(td, "uuid") == loader_faults && u64_at(td, "parent_uuid") == loader &&
+			    str_is(td, "name", "page faults") && !child_named(td, "thread") && described_loader)
+				described_faults++;
 		}
 		te = child_named(pk, "track_event");
 		if (!te || nev == ARRAY_SIZE(ev))
 			continue;
 		if ((u64_at(te, "track_uuid") == acl && !described_acl) ||
-		    (u64_at(te, "track_uuid") == loader && !described_loader))
+		    (u64_at(te, "track_uuid") == loader && !described_loader) ||
+		    (u64_at(te, "track_uuid") == loader_faults && !described_faults))
 			early++;
 		CHECK(value_at(pk, "sequence_flags") == NULL, "fixture: a track event needs incremental state");
 		ev[nev] = (struct tev){ .ts = u64_at(pk, "timestamp"), .uuid = u64_at(te, "track_uuid"), .order = nev,
@@ -1536,12 +1608,13 @@ static void check_fixture_tracks(const struct node *root)
 		}
 		nev++;
 	}
-	CHECK(described_acl == 1 && described_loader == 1, "fixture: thread tracks described %zu and %zu times",
-	      described_acl, described_loader);
+	CHECK(described_acl == 1 && described_loader == 1 && described_faults == 1,
+	      "fixture: thread tracks described %zu and %zu times, dataloader's page-fault track %zu times", described_acl,
+	      described_loader, described_faults);
 	CHECK(early == 0, "fixture: %zu track events before their track's descriptor", early);
 
 	nsl = make_slices(ev, nev, sl, ARRAY_SIZE(sl), &unmatched);
-	CHECK(nev == 10 && nsl == 6 && unmatched == 0, "fixture: %zu track events, %zu slices, %zu unmatched", nev,
+	CHECK(nev == 22 && nsl == 12 && unmatched == 0, "fixture: %zu track events, %zu slices, %zu unmatched", nev,
 	      nsl, unmatched);
 
 	read = find_slice(sl, nsl, loader, "read");
@@ -1583,6 +1656,43 @@ static void check_fixture_tracks(const struct node *root)
 	CHECK(mark && mark->start == T0 + 930 * MS && str_is(mark->te, "type", "TYPE_INSTANT") &&
 		      annotation_is(mark->te, "detail", "acl_thread waited 30.0 ms after hog (pid 200) preempted it"),
 	      "fixture: the marker instant");
+
+	/* interference on the thread tracks */
+	memcg = find_slice(sl, nsl, loader, "memcg reclaim");
+	CHECK(memcg && memcg->start == T0 + 470 * MS && memcg->end == T0 + 482 * MS && memcg->depth == 0 &&
+		      str_is(memcg->te, "categories", "memory") && annotation_is(memcg->te, "order", "0") &&
+		      annotation_is(memcg->te, "gfp", "0xcc0") && annotation_is(memcg->te, "result", "32") &&
+		      annotation_is(memcg->te, "duration_ns", "12000000") && annotation_is(memcg->te, "cpu", "0"),
+	      "fixture: the memcg reclaim slice on dataloader's track");
+	compact = find_slice(sl, nsl, loader, "compaction");
+	CHECK(compact && compact->start == T0 + 700 * MS && compact->end == T0 + 703 * MS && compact->depth == 0 &&
+		      annotation_is(compact->te, "order", "9") && annotation_is(compact->te, "result", "5"),
+	      "fixture: the compaction slice on dataloader's track");
+	mmap = find_slice(sl, nsl, acl, "lock wait: mmap_lock (rwsem read)");
+	CHECK(mmap && mmap->start == T0 + 350 * MS && mmap->end == T0 + 356 * MS && mmap->depth == 0 &&
+		      str_is(mmap->te, "categories", "lock") && annotation_is(mmap->te, "lock", "0xffff888104a3c0e8") &&
+		      annotation_is(mmap->te, "flags", "0x10002") && annotation_is(mmap->te, "ret", "0") &&
+		      annotation_is(mmap->te, "cpu", "1"),
+	      "fixture: the mmap_lock wait on acl_thread's track");
+	CHECK(mmap && annotation_is(mmap->te, "kernel_stack",
+				    "rwsem_down_read_slowpath <- down_read <- lock_mm_and_find_vma <- "
+				    "do_user_addr_fault <- exc_page_fault"),
+	      "fixture: the mmap_lock wait's kernel stack '%s'", mmap ? annotation(mmap->te, "kernel_stack") : "");
+	spin = find_slice(sl, nsl, acl, "lock wait: spinlock");
+	CHECK(spin && spin->start == T0 + 700 * MS + 500 * US && spin->end - spin->start == 40 * US &&
+		      spin->depth == 1 && ioctl && spin->start > ioctl->start && spin->end < ioctl->end &&
+		      annotation_is(spin->te, "flags", "0x1") && !annotation(spin->te, "kernel_stack"),
+	      "fixture: the spinlock wait nests in the ioctl, without a stack");
+	f1 = find_slice(sl, nsl, loader_faults, "page faults: 2000 (10 major)");
+	f2 = find_slice(sl, nsl, loader_faults, "page faults: 300 (0 major)");
+	CHECK(f1 && f1->start == T0 + 450 * MS && f1->end == T0 + 550 * MS && f1->depth == 0 &&
+		      annotation_is(f1->te, "faults", "2000") && annotation_is(f1->te, "write", "1200") &&
+		      annotation_is(f1->te, "exec", "5") && annotation_is(f1->te, "prot", "40") &&
+		      annotation_is(f1->te, "minor", "1990") && annotation_is(f1->te, "major", "10"),
+	      "fixture: dataloader's first page-fault period");
+	CHECK(f2 && f2->start == T0 + 550 * MS && f2->end == T0 + 650 * MS && f2->depth == 0 &&
+		      annotation_is(f2->te, "minor", "300") && annotation_is(f2->te, "major", "0"),
+	      "fixture: dataloader's second page-fault period follows the first, not nested in it");
 }
 
 static void check_fixture_samples(const struct node *root)
@@ -1754,6 +1864,73 @@ static void check_fixture_streaming(Hostprof__Snapshot *snap)
 	free(smp.ustack);
 }
 
+/*
+ * The fixture with many IRQs on both CPUs, nested and overlapping, some at the same
+ * nanosecond, some of length 0, some of an unknown kind or a softirq vector past RCU (9):
+ * each CPU's events come out in time order, every entry with its exit, the unknown ones
+ * left out.
+ */
+static void check_fixture_irq_order(const char *proto_dir, Hostprof__Snapshot *snap)
+{
+	const size_t n = 3000;
+	Hostprof__IrqTable t = HOSTPROF__IRQ_TABLE__INIT, *saved = snap->irqs;
+	uint64_t last[2] = { 0, 0 };
+	size_t i, want = 0, disorder = 0;
+	struct decoded d;
+	char path[4096];
+	long size;
+	int r;
+
+	t.n_ts_delta = t.n_dur_ns = t.n_cpu = t.n_kind = t.n_num = t.n_name = t.n_tid = t.n_pid = t.n_flags = n;
+	t.ts_delta = xcalloc(n, sizeof(uint64_t));
+	t.dur_ns = xcalloc(n, sizeof(uint64_t));
+	t.cpu = xcalloc(n, sizeof(uint32_t));
+	t.kind = xcalloc(n, sizeof(uint32_t));
+	t.num = xcalloc(n, sizeof(uint32_t));
+	t.name = xcalloc(n, sizeof(uint32_t));
+	t.tid = xcalloc(n, sizeof(uint32_t));
+	t.pid = xcalloc(n, sizeof(uint32_t));
+	t.flags = xcalloc(n, sizeof(uint32_t));
+	for (i = 0; i < n; i++) {
+		t.ts_delta[i] = i ? (i % 4) * US : 100 * MS;
+		t.dur_ns[i] = i % 5 == 0 ? 50 * US : (i % 3) * US;
+		t.cpu[i] = (uint32_t)(i / 3 % 2);
+		t.kind[i] = i % 11 == 0 ? 7 : 1 + (uint32_t)(i % 2);
+		t.num[i] = (uint32_t)(i % 13);
+		t.tid[i] = 101;
+		t.pid[i] = 100;
+		t.flags[i] = 1;
+		want += t.kind[i] == 1 || (t.kind[i] == 2 && t.num[i] < 10);
+	}
+	snap->irqs = &t;
+	r = export_to_file(snap, path, sizeof(path), &size);
+	CHECK(r == 0, "fixture with %zu IRQs: export %d", n, r);
+	r = decode(proto_dir, path, &d);
+	CHECK(r == 0, "fixture with %zu IRQs: decode %s", n, path);
+	unlink(path);
+	for (i = 0; r == 0 && i < d.nev; i++) {
+		uint32_t cpu = d.ev[i].cpu < 2 ? d.ev[i].cpu : 1;
+
+		disorder += d.ev[i].ts < last[cpu];
+		last[cpu] = d.ev[i].ts;
+	}
+	CHECK(r == 0 && d.unknown_fields == 0 && d.nev == 13 + 2 + 2 * want && disorder == 0,
+	      "fixture with %zu IRQs: %zu ftrace events, want %zu; %zu out of order; %zu unknown fields", n, d.nev,
+	      13 + 2 + 2 * want, disorder, d.unknown_fields);
+	printf("fixture with %zu IRQs (%zu written): %ld bytes, %zu bundles\n", n, want, size, d.bundles);
+	decoded_free(&d);
+	snap->irqs = saved;
+	free(t.ts_delta);
+	free(t.dur_ns);
+	free(t.cpu);
+	free(t.kind);
+	free(t.num);
+	free(t.name);
+	free(t.tid);
+	free(t.pid);
+	free(t.flags);
+}
+
 static void expect_rejected(const Hostprof__Snapshot *snap, const char *what)
 {
 	char path[4096];
@@ -1796,6 +1973,29 @@ static void check_fixture_invalid(Hostprof__Snapshot *snap)
 	snap->markers[0] = NULL;
 	expect_rejected(snap, "NULL marker");
 	snap->markers[0] = saved_marker;
+
+	saved = snap->irqs->cpu[2];
+	snap->irqs->cpu[2] = 1u << 20;
+	expect_rejected(snap, "IRQ on an absurd CPU");
+	snap->irqs->cpu[2] = saved;
+	saved = snap->irqs->name[0];
+	snap->irqs->name[0] = (uint32_t)snap->n_strings;
+	expect_rejected(snap, "IRQ name out of range");
+	snap->irqs->name[0] = saved;
+	snap->reclaims->n_gfp--;
+	expect_rejected(snap, "short reclaim column");
+	snap->reclaims->n_gfp++;
+	saved64 = snap->reclaims->dur_ns[1];
+	snap->reclaims->dur_ns[1] = UINT64_MAX - T0;
+	expect_rejected(snap, "reclaim end past 2^64");
+	snap->reclaims->dur_ns[1] = saved64;
+	snap->faults->n_major--;
+	expect_rejected(snap, "short fault column");
+	snap->faults->n_major++;
+	saved = snap->locks->kstack[0];
+	snap->locks->kstack[0] = (uint32_t)snap->n_stacks + 1;
+	expect_rejected(snap, "lock stack out of range");
+	snap->locks->kstack[0] = saved;
 }
 
 static void test_fixture(const char *proto_dir, const char *hps)
@@ -1844,6 +2044,7 @@ static void test_fixture(const char *proto_dir, const char *hps)
 	printf("fixture: %ld bytes, %zu packets\n", size, d.packets);
 
 	check_fixture_streaming(snap);
+	check_fixture_irq_order(proto_dir, snap);
 	check_fixture_invalid(snap);
 out:
 	free(text);
