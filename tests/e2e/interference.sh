@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# Interference beyond the scheduler, end to end: hostprofd watches the interfere workload
+# (tests/workloads/interfere.c) while it provokes one kind, and what the snapshot's report
+# says is checked against the workload's own ground truth.
+#
+#   interference.sh softirq   NET_RX of a loopback UDP flood, steered by RPS to the CPU of
+#                             the watched spinner: softirq time is attributed to it while
+#                             it runs, bounded by the time it saw itself lose
+#   interference.sh reclaim   writing and reading a file in a memory cgroup far below its
+#                             size: memcg reclaim slices inside the watched thread, and a
+#                             `reclaim` trigger fires on them
+#   interference.sh faults    touching every page of a fresh mapping: fault counts within
+#                             10% of the pages touched
+#   interference.sh locks     mappers mmap/munmap beside a watched thread that maps and
+#                             faults: waits on its mmap_lock, with wait times and stacks
+. "$(dirname "$0")/lib.sh"
+. "$SRCDIR/tests/workloads/interfere-env.sh"
+require_root
+case=${1:?usage: interference.sh softirq|reclaim|faults|locks}
+
+# run_workload MODE ARGS... (through the env wrapper in $wrap): starts it, watches its
+# pid as soon as it says ready, waits for it; its ground truth goes to $tmp/truth
+wrap=()
+run_workload() {
+	local rc
+	"${wrap[@]}" "$INTERFERE" "$@" --start-delay 1000 >"$tmp/truth" 2>"$tmp/workload.err" &
+	wl=$!
+	bg_pids+=("$wl")
+	for _ in $(seq 200); do
+		grep -q '^ready pid=' "$tmp/truth" && break
+		kill -0 "$wl" 2>/dev/null || break
+		sleep 0.02
+	done
+	if ! grep -q '^ready pid=' "$tmp/truth"; then
+		wait "$wl" && rc=0 || rc=$?
+		[ "$rc" = 77 ] && skip "$(cat "$tmp/workload.err")"
+		fail "interfere $1 did not start (exit $rc): $(cat "$tmp/workload.err")"
+		finish
+	fi
+	read -r pid tid < <(sed -n 's/^ready pid=\([0-9]*\) tid=\([0-9]*\).*/\1 \2/p' "$tmp/truth")
+	ctl watch --pid "$pid" >/dev/null || fail "watch --pid $pid"
+	wait "$wl" && rc=0 || rc=$?
+	[ "$rc" = 77 ] && skip "$(cat "$tmp/workload.err")"
+	[ "$rc" = 0 ] || { fail "interfere $1 exited $rc: $(cat "$tmp/workload.err")"; finish; }
+	expect_rc 0 "snapshot of the workload" -- ctl snapshot --pid "$pid" --format hps,report-json,perfetto,report -o "$tmp/s"
+	thread=$(jq -c --argjson tid "$tid" '.threads[] | select(.tid == $tid)' "$tmp/s.report.json")
+	[ -n "$thread" ] || { fail "no thread $tid in the report: $(head -c 600 "$tmp/s.report.json")"; finish; }
+}
+
+truth() { sed -n "s/^$1=//p" "$tmp/truth" | head -1; }
+num() { jq -r "$1" <<<"$thread"; }
+# within A B PCT: |A - B| <= PCT% of B
+within() { awk -v a="$1" -v b="$2" -v p="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= b * p / 100) }'; }
+
+start_daemon --trigger none --watch-thread none --interference all --irq-min-us 0 --lock-min-us 0 \
+	--snapshot-dir "$tmp/snaps" $([ "$case" = reclaim ] && echo --trigger memrec:reclaim:acl_thread:200us)
+expect_rc 0 "status" -- ctl status
+expect_match "^interference: irq,reclaim,faults,locks" "status says what interference is captured"
+
+case $case in
+faults)
+	run_workload faults --mb 64 --duration 0
+	pages=$(truth pages)
+	minflt=$(truth minflt)
+	faults=$(num .interference.faults.faults)
+	minor=$(num .interference.faults.minor)
+	[ "$pages" = 16384 ] || fail "the workload touched $pages pages, not 16384"
+	if [ "$(uname -m)" = x86_64 ]; then
+		within "$faults" "$pages" 10 && ok "page_fault_user counted $faults faults for $pages pages touched" ||
+			fail "$faults faults counted for $pages pages touched"
+		w=$(num .interference.faults.write)
+		within "$w" "$pages" 10 && ok "$w of them on a write" || fail "$w write faults for $pages written pages"
+	fi
+	within "$minor" "$minflt" 10 && ok "$minor minor faults, the thread's own count $minflt" ||
+		fail "$minor minor faults captured, the thread counted $minflt"
+	[ "$(num .interference.faults.major)" = 0 ] && ok "no major fault on anonymous memory" ||
+		fail "major faults: $(num .interference.faults.major)"
+	;;
+reclaim)
+	wrap=(hp_memcg_run 64)
+	run_workload reclaim --mb 256 --duration 2000
+	n=$(num .interference.reclaim.count)
+	total=$(num .interference.reclaim.time_ns)
+	kinds=$(num '[.interference.reclaim.by[].kind] | unique | join(",")')
+	truth_events=$(truth failcnt)
+	[ -z "$truth_events" ] && truth_events=$(truth events_max)
+	[ "$n" -gt 0 ] && ok "$n reclaims inside the thread ($kinds), $((total / 1000)) us in all; the cgroup hit its limit ${truth_events:-?} times" ||
+		fail "no reclaim captured; the workload says: $(tr '\n' ' ' <"$tmp/truth")"
+	grep -q "memcg reclaim" <<<"$kinds" && ok "memcg reclaim named" || fail "kinds: $kinds"
+	# each reclaim lies inside the thread's time in read()/write(): at most its time in the calls
+	calls=$(($(truth write_ns) + $(truth read_ns)))
+	[ "$total" -le "$calls" ] && ok "reclaim time $((total / 1000000)) ms <= time in read/write $((calls / 1000000)) ms" ||
+		fail "reclaim time $total ns > the $calls ns the thread spent in read/write"
+	decode_perfetto "$tmp/s.pftrace" | grep -q 'memcg reclaim' && ok "Perfetto has memcg reclaim slices" ||
+		fail "no memcg reclaim slice in the trace"
+	grep -q "memcg reclaim" "$tmp/s.txt" && ok "the report lists them" || fail "$(grep -A8 interference "$tmp/s.txt")"
+	# the trigger
+	for _ in $(seq 50); do ls "$tmp/snaps"/*-memrec.hps >/dev/null 2>&1 && break; sleep 0.1; done
+	f=$(ls "$tmp/snaps"/*-"$pid"-memrec.hps 2>/dev/null | head -1)
+	[ -n "$f" ] && ok "the reclaim trigger saved $(basename "$f")" || fail "no automatic snapshot: $(ls "$tmp/snaps" 2>&1)"
+	grep -q "trigger memrec fired for pid $pid" "$tmp/daemon.log" && ok "and logged it" ||
+		fail "not in the log: $(tail -5 "$tmp/daemon.log")"
+	;;
+locks)
+	wrap=()
+	ncpu=$(nproc)
+	run_workload lock --threads 2 --cpu $((ncpu - 1)) --duration 2000
+	n=$(num '[.interference.locks.by[] | select(.mmap_lock)] | map(.count) | add // 0')
+	t=$(num '[.interference.locks.by[] | select(.mmap_lock)] | map(.time_ns) | add // 0')
+	max=$(num '[.interference.locks.by[] | select(.mmap_lock)] | map(.max_ns) | max // 0')
+	[ "$n" -gt 0 ] && ok "$n waits on its mmap_lock, $((t / 1000)) us in all, the longest $((max / 1000)) us" ||
+		fail "no mmap_lock wait captured: $(num .interference.locks)"
+	# the longest wait cannot be longer than the slowest mmap, munmap or touch it measured
+	slowest=$(truth max_ns)
+	[ "$max" -le "$((slowest + 1000000))" ] && ok "the longest wait <= the slowest call it timed ($((slowest / 1000)) us)" ||
+		fail "a wait of $max ns, but its slowest call took $slowest ns"
+	kinds=$(num '[.interference.locks.by[] | select(.mmap_lock) | .kind] | unique | join(",")')
+	grep -qE "rwsem (read|write)" <<<"$kinds" && ok "as an rwsem ($kinds)" || fail "mmap_lock kinds: $kinds"
+	stacked=$(num '[.interference.locks.by[] | select(.mmap_lock) | .longest.frames | length] | max // 0')
+	lmax=$(num '[.interference.locks.by[] | select(.mmap_lock) | .max_ns] | max // 0')
+	if [ "$lmax" -ge 200000 ]; then
+		[ "$stacked" -gt 0 ] && ok "the longest wait ($((lmax / 1000)) us >= offcpu-min) has a kernel stack" ||
+			fail "a wait of $lmax ns without a stack"
+		num '[.interference.locks.by[] | select(.mmap_lock) | .longest.frames[].function] | join(" ")' |
+			grep -qE 'down_(read|write)|rwsem|mmap_(read|write)_lock|lock_mm_and_find_vma' &&
+			ok "its stack is in the rwsem/mmap_lock code" || fail "stack: $(num '.interference.locks.by[0].longest.frames')"
+	fi
+	decode_perfetto "$tmp/s.pftrace" | grep -q 'lock wait: mmap_lock' && ok "Perfetto has lock wait slices" ||
+		fail "no lock wait slice in the trace"
+	;;
+softirq)
+	[ "$(nproc)" -ge 2 ] || skip "needs 2 CPUs"
+	wrap=(hp_netns_exec 1)
+	run_workload softirq --cpu 1 --flood-cpu 0 --duration 2000
+	netrx=$(truth netrx_c)
+	irq_lost=$(truth irq_lost_ns)
+	got=$(num '[.interference.irqs.while_running.by[] | select(.kind == "softirq" and .name == "NET_RX")] | map(.time_ns) | add // 0')
+	cnt=$(num '[.interference.irqs.while_running.by[] | select(.kind == "softirq" and .name == "NET_RX")] | map(.count) | add // 0')
+	all=$(num '.interference.irqs.while_running.time_ns')
+	# when NET_RX outgrows irq exit, ksoftirqd runs it while the spinner waits preempted
+	waited=$(num '[.interference.irqs.while_waiting.by[]? | select(.kind == "softirq" and .name == "NET_RX")] | map(.count) | add // 0')
+	echo "workload: $(tr '\n' ' ' <"$tmp/truth")"
+	[ "$cnt" -gt 100 ] && ok "$cnt NET_RX softirqs interrupted the spinner ($((got / 1000)) us); /proc/softirqs counted $netrx on CPU 1" ||
+		fail "only $cnt NET_RX softirqs attributed; /proc/softirqs counted $netrx on CPU 1"
+	[ "$cnt" -le "$netrx" ] && ok "no more than /proc/softirqs saw" || fail "$cnt attributed > $netrx counted by the kernel"
+	# the spinner spins on CPU 1 for the whole run: every NET_RX there interrupted it, or ran
+	# in ksoftirqd while it waited
+	[ "$(((cnt + waited) * 100))" -ge "$((netrx * 90))" ] && ok "with the $waited that ran while it waited, >= 90% of them" ||
+		fail "$cnt + $waited attributed of the $netrx NET_RX softirqs CPU 1 ran"
+	# What interrupted it while it kept its CPU is time it saw itself lose (gaps > 5 us), so
+	# the attributed time is at most that. The rest of the loss is the interrupt around
+	# the softirq (the RPS IPI's delivery, irq entry and exit: several us each in a VM),
+	# so only a floor of a quarter is checked.
+	slack=$((cnt * 5000))
+	[ "$all" -le "$((irq_lost + slack))" ] && ok "interrupt time $((all / 1000)) us <= the $((irq_lost / 1000)) us it lost while it kept the CPU (+5 us per gap)" ||
+		fail "interrupt time $all ns > lost $irq_lost ns + $slack"
+	[ "$((all * 4))" -ge "$irq_lost" ] && ok "and accounts for at least a quarter of it" ||
+		fail "interrupt time $all ns < a quarter of the $irq_lost ns it lost"
+	decode_perfetto "$tmp/s.pftrace" | grep -q 'softirq_entry' && ok "Perfetto has softirq events on the CPU" ||
+		fail "no softirq_entry in the trace"
+	;;
+*)
+	fail "unknown case $case"
+	;;
+esac
+stop_daemon || fail "hostprofd exit"
+finish
