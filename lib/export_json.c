@@ -99,7 +99,6 @@
 #define IRQ_KIND_SOFT 2
 #define IRQ_FLAG_RUNNING 0x1
 #define IRQ_FLAG_WAITING 0x2
-#define LOCK_FLAG_MMAP 0x10000
 
 enum { ST_UNKNOWN, ST_RUNNING, ST_RUNNABLE, ST_BLOCKED };
 
@@ -728,14 +727,8 @@ static void write_locks(struct json *x)
 	char name[128];
 
 	for (i = 0; i < n && !failed(x); i++) {
-		const char *lock = t->flags[i] & LOCK_FLAG_MMAP ? "mmap_lock" : str_at(s, t->name[i]);
-		const char *kind = hps_lock_kind_name(t->flags[i]);
-
 		ts += t->ts_delta[i];
-		if (*lock)
-			snprintf(name, sizeof(name), "lock wait: %s (%s)", lock, kind);
-		else
-			snprintf(name, sizeof(name), "lock wait: %s", kind);
+		hps_lock_wait_name(s, i, name, sizeof(name));
 		event_begin(x, "X", name, "lock", t->pid[i], t->tid[i], ts);
 		jsonw_fixed_field(j, "dur", (int64_t)t->dur_ns[i], 3);
 		jsonw_name(j, "args");

@@ -382,7 +382,6 @@ enum { EV_SWITCH, EV_WAKING, EV_IRQ_ENTRY, EV_IRQ_EXIT };
 #define SOFTIRQ_VECTORS 10 /* HI 0 .. RCU 9: the ones trace_processor has a name for */
 
 /* LockTable.flags: the lock is the mmap_lock of the thread's own process */
-#define LOCK_FLAG_MMAP 0x10000
 
 #define PRIO_UNKNOWN INT32_MIN
 
@@ -1427,19 +1426,6 @@ static int write_reclaims(struct exporter *e)
 	return 0;
 }
 
-/* "lock wait: mmap_lock (rwsem read)", or without the lock's name when it has none. */
-static void lock_wait_name(const Hostprof__Snapshot *s, size_t i, char *buf, size_t len)
-{
-	const Hostprof__LockTable *t = s->locks;
-	const char *lock = t->flags[i] & LOCK_FLAG_MMAP ? "mmap_lock" : string_at(s, t->name[i]);
-	const char *kind = hps_lock_kind_name(t->flags[i]);
-
-	if (*lock)
-		snprintf(buf, len, "lock wait: %s (%s)", lock, kind);
-	else
-		snprintf(buf, len, "lock wait: %s", kind);
-}
-
 static int write_locks(struct exporter *e)
 {
 	const Hostprof__Snapshot *s = e->snap;
@@ -1456,7 +1442,7 @@ static int write_locks(struct exporter *e)
 		r = track_of(e, t->tid[i], t->pid[i], &uuid);
 		if (r < 0)
 			return r;
-		lock_wait_name(s, i, name, sizeof(name));
+		hps_lock_wait_name(s, i, name, sizeof(name));
 		ev = event_begin(w, ts, uuid, TYPE_SLICE_BEGIN, "lock", name, &packet);
 		snprintf(hex, sizeof(hex), "0x%" PRIx64, t->lock[i]);
 		annotate_string(w, "lock", hex);

@@ -434,3 +434,15 @@ const char *hps_lock_kind_name(uint32_t flags)
 		return "spinlock";
 	return "lock";
 }
+
+void hps_lock_wait_name(const Hostprof__Snapshot *snap, size_t i, char *buf, size_t len)
+{
+	const Hostprof__LockTable *t = snap->locks;
+	const char *lock = t->flags[i] & HPS_LOCK_MMAP ? "mmap_lock" : hps_str(snap, t->name[i]);
+	const char *kind = hps_lock_kind_name(t->flags[i]);
+
+	if (*lock)
+		snprintf(buf, len, "lock wait: %s (%s)", lock, kind);
+	else
+		snprintf(buf, len, "lock wait: %s", kind);
+}

@@ -43,6 +43,13 @@ const char *hps_reclaim_kind_name(uint32_t kind);
 /* "mutex", "rwsem write", "spinlock"...: LockTable.flags as a kind of lock. */
 const char *hps_lock_kind_name(uint32_t flags);
 
+/* LockTable.flags: hostprof's bit for "the lock is its process's mmap_lock" */
+#define HPS_LOCK_MMAP 0x10000
+
+/* "lock wait: mmap_lock (rwsem read)" for row i of the lock table, or without the lock's
+ * name when it has none. */
+void hps_lock_wait_name(const Hostprof__Snapshot *snap, size_t i, char *buf, size_t len);
+
 /* String table lookup that never goes out of range. */
 static inline const char *hps_str(const Hostprof__Snapshot *snap, uint32_t idx)
 {

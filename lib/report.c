@@ -94,7 +94,7 @@
 #define IRQ_RAN 0x1 /* IrqTable.flags: it interrupted tid */
 #define IRQ_WAITED 0x2 /* a thread of pid waited on its CPU */
 #define RECLAIM_COMPACT 3 /* ReclaimTable.kind: result is a status, not pages */
-#define LOCK_MMAP 0x10000 /* LockTable.flags: its process's mmap_lock */
+
 
 /* Room for one more element in *arrp, which holds n of *cap. */
 static int reserve_one(void *arrp, size_t n, size_t *cap, size_t size)
@@ -1903,7 +1903,7 @@ static void lock_desc(const Hostprof__Snapshot *s, uint32_t name, uint32_t flags
 {
 	const char *nm = hps_str(s, name);
 
-	if (!nm[0] && (flags & LOCK_MMAP))
+	if (!nm[0] && (flags & HPS_LOCK_MMAP))
 		nm = "mmap_lock";
 	if (nm[0])
 		snprintf(buf, len, "%s (%s)", nm, hps_lock_kind_name(flags));
@@ -2673,8 +2673,8 @@ static void json_lock_id(struct jsonw *j, const Hostprof__Snapshot *s, uint64_t 
 	jsonw_string_field(j, "kind", hps_lock_kind_name(flags));
 	jsonw_uint_field(j, "flags", flags);
 	jsonw_string_field(j, "name",
-			   hps_str(s, name)[0] || !(flags & LOCK_MMAP) ? hps_str(s, name) : "mmap_lock");
-	jsonw_bool_field(j, "mmap_lock", flags & LOCK_MMAP);
+			   hps_str(s, name)[0] || !(flags & HPS_LOCK_MMAP) ? hps_str(s, name) : "mmap_lock");
+	jsonw_bool_field(j, "mmap_lock", flags & HPS_LOCK_MMAP);
 }
 
 static void json_errno_field(struct jsonw *j, int64_t ret)
