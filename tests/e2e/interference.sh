@@ -76,6 +76,24 @@ faults)
 		fail "$minor minor faults captured, the thread counted $minflt"
 	[ "$(num .interference.faults.major)" = 0 ] && ok "no major fault on anonymous memory" ||
 		fail "major faults: $(num .interference.faults.major)"
+	# the groups change on reload (SIGHUP), from the config file
+	stop_daemon || fail "hostprofd exit"
+	printf 'interference = faults,locks\nirq_min_us = 5\n' >"$tmp/conf"
+	start_daemon --config "$tmp/conf" --trigger none --watch-thread none
+	expect_rc 0 "status" -- ctl status
+	expect_match "^interference: faults,locks$" "interference from the config file"
+	printf 'interference = none\n' >"$tmp/conf"
+	kill -HUP "$daemon_pid"
+	for _ in $(seq 30); do ctl status | grep -q '^interference: none' && break; sleep 0.1; done
+	expect_rc 0 "status" -- ctl status
+	expect_match "^interference: none$" "and none after a reload"
+	printf 'interference = faults,bogus\n' >"$tmp/conf"
+	kill -HUP "$daemon_pid"
+	sleep 0.5
+	grep -q "bogus" "$tmp/daemon.log" && ok "a bad value is refused with its reason in the log" ||
+		fail "no error for 'bogus': $(tail -3 "$tmp/daemon.log")"
+	expect_rc 0 "status" -- ctl status
+	expect_match "^interference: none$" "and the running configuration stays"
 	;;
 reclaim)
 	wrap=(hp_memcg_run 64)
