@@ -174,13 +174,10 @@ struct {
 } scratch SEC(".maps");
 
 /* Per CPU: watched threads preempted on it and waiting to run again, and the process of
- * the latest one. While waiting > 0, every switch on the CPU is recorded. And the watched
- * thread running on it (run_tid 0: none), for the interrupts that steal its time. */
+ * the latest one. While waiting > 0, every switch on the CPU is recorded. */
 struct victim {
 	__u32 waiting;
 	__u32 pid;
-	__u32 run_tid;
-	__u32 run_pid;
 };
 
 struct {
@@ -190,12 +187,18 @@ struct {
 	__type(value, struct victim);
 } victims SEC(".maps");
 
-/* Per CPU: the interrupt running now, entered while a watched thread ran or waited here. */
+/*
+ * Per CPU, written only by that CPU: the watched thread running on it (run_tid 0: none),
+ * set at the switches of watched threads, and the interrupt running now, entered while a
+ * watched thread ran or waited here. A separate per-CPU map, not `victims`: written at
+ * every switch of a watched thread, it must not share cache lines between CPUs.
+ */
 struct irq_cpu {
 	__u64 hard_ts; /* 0: none */
 	__u64 soft_ts;
 	__u32 hard_tid, hard_pid, hard_flags;
 	__u32 soft_tid, soft_pid, soft_flags;
+	__u32 run_tid, run_pid;
 };
 
 struct {
@@ -544,8 +547,6 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 		flags |= HP_SW_NEXT_WATCHED;
 	v = bpf_map_lookup_elem(&victims, &cpu);
 	if (!flags) {
-		if (v && v->run_tid) /* it ran here but is no longer watched */
-			v->run_tid = v->run_pid = 0;
 		if (v && v->waiting) {
 			flags |= HP_SW_VICTIM_CPU;
 			victim_pid = v->pid;
@@ -558,9 +559,14 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 
 	now = bpf_ktime_get_boot_ns();
 	state = report_state(preempt, prev, btf);
-	if (v && (flags & (HP_SW_PREV_WATCHED | HP_SW_NEXT_WATCHED))) {
-		v->run_tid = flags & HP_SW_NEXT_WATCHED ? next_tid : 0;
-		v->run_pid = flags & HP_SW_NEXT_WATCHED ? next_pid : 0;
+	if (flags & (HP_SW_PREV_WATCHED | HP_SW_NEXT_WATCHED)) {
+		__u32 zero = 0;
+		struct irq_cpu *ic = bpf_map_lookup_elem(&irq_state, &zero);
+
+		if (ic) {
+			ic->run_tid = flags & HP_SW_NEXT_WATCHED ? next_tid : 0;
+			ic->run_pid = flags & HP_SW_NEXT_WATCHED ? next_pid : 0;
+		}
 	}
 	if (flags & HP_SW_PREV_WATCHED) {
 		t = task_get(prev_tid, true);
@@ -984,20 +990,21 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 /* Hard and soft interrupts on a CPU where a watched thread runs (its time is stolen) or
  * waits preempted (its return is delayed). Hard IRQs do not nest; a hard IRQ may run
  * inside a softirq, hence a slot each. */
-static __always_inline bool irq_context(__u32 *tid, __u32 *pid, __u32 *flags)
+static __always_inline bool irq_context(struct irq_cpu *s, __u32 *tid, __u32 *pid, __u32 *flags)
 {
 	__u32 cpu = bpf_get_smp_processor_id();
 	struct victim *v = bpf_map_lookup_elem(&victims, &cpu);
+	__u32 waiting = v ? v->waiting : 0;
 
-	if (!v)
-		return false;
-	if (v->run_tid) {
-		*tid = v->run_tid;
-		*pid = v->run_pid;
-		*flags = HP_IRQ_RUNNING | (v->waiting ? HP_IRQ_WAITING : 0);
+	/* run_tid stays set after its process stops being watched, until the next switch of
+	 * a watched thread here: asked again */
+	if (s->run_tid && is_watched(s->run_pid)) {
+		*tid = s->run_tid;
+		*pid = s->run_pid;
+		*flags = HP_IRQ_RUNNING | (waiting ? HP_IRQ_WAITING : 0);
 		return true;
 	}
-	if (v->waiting) {
+	if (waiting) {
 		*tid = 0;
 		*pid = v->pid;
 		*flags = HP_IRQ_WAITING;
@@ -1039,13 +1046,10 @@ static __always_inline void emit_irq(__u64 ts, __u16 kind, __u32 num, __u32 tid,
 
 static __always_inline int on_irq_entry(void)
 {
+	struct irq_cpu *s = irq_cpu();
 	__u32 tid, pid, flags;
-	struct irq_cpu *s;
 
-	if (!irq_context(&tid, &pid, &flags))
-		return 0;
-	s = irq_cpu();
-	if (!s)
+	if (!s || !irq_context(s, &tid, &pid, &flags))
 		return 0;
 	s->hard_ts = bpf_ktime_get_boot_ns();
 	s->hard_tid = tid;
@@ -1069,13 +1073,10 @@ static __always_inline int on_irq_exit(int irq, struct irqaction *action)
 
 static __always_inline int on_softirq_entry(void)
 {
+	struct irq_cpu *s = irq_cpu();
 	__u32 tid, pid, flags;
-	struct irq_cpu *s;
 
-	if (!irq_context(&tid, &pid, &flags))
-		return 0;
-	s = irq_cpu();
-	if (!s)
+	if (!s || !irq_context(s, &tid, &pid, &flags))
 		return 0;
 	s->soft_ts = bpf_ktime_get_boot_ns();
 	s->soft_tid = tid;
