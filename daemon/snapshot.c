@@ -919,6 +919,40 @@ static int fill_faults(struct snap_build *b, uint64_t start)
 	return 0;
 }
 
+/*
+ * A stack read inside a tracepoint program begins with the tracing machinery: the BPF
+ * program itself, bpf_trace_run<N>, and on kernels without static calls
+ * __bpf_trace_<event> and __traceiter_<event>. The frames to skip, up to the first
+ * that is none of those.
+ */
+static size_t tracing_frames(const struct snap_build *b, const __u64 *addrs, size_t n, uint32_t pid)
+{
+	static const char *const prefixes[] = { "bpf_prog_", "bpf_trace_run", "__bpf_trace_", "__traceiter_" };
+	const struct snapshot_ctx *ctx = b->ctx;
+	size_t skip = 0;
+
+	if (!ctx->resolve)
+		return 0;
+	while (skip < n && skip < 6) {
+		struct sym_result res = {};
+		bool tracing = false;
+
+		if (ctx->resolve(ctx->resolve_ud, pid, addrs[skip], true, &res) < 0)
+			break;
+		if (!res.function) {
+			/* the JIT'd program: unresolved, or outside every kernel text symbol */
+			tracing = skip == 0;
+		} else {
+			for (size_t i = 0; i < ARRAY_SIZE(prefixes) && !tracing; i++)
+				tracing = !strncmp(res.function, prefixes[i], strlen(prefixes[i]));
+		}
+		if (!tracing)
+			break;
+		skip++;
+	}
+	return skip == n ? 0 : skip;
+}
+
 static int fill_locks(struct snap_build *b, uint64_t start)
 {
 	Hostprof__LockTable *t = arena_alloc(&b->a, sizeof(*t));
@@ -956,8 +990,10 @@ static int fill_locks(struct snap_build *b, uint64_t start)
 			return r;
 		t->kstack[i] = 0;
 		if (e->kstack_len) {
-			r = intern_stack(b, e->frames, e->kstack_len, false, e->pid, e->stack_flags & HP_STACK_KTRUNC,
-					 &t->kstack[i]);
+			size_t skip = tracing_frames(b, e->frames, e->kstack_len, e->pid);
+
+			r = intern_stack(b, e->frames + skip, e->kstack_len - skip, false, e->pid,
+					 e->stack_flags & HP_STACK_KTRUNC, &t->kstack[i]);
 			if (r < 0)
 				return r;
 		}

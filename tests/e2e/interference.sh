@@ -143,6 +143,9 @@ locks)
 		num '[.interference.locks.by[] | select(.mmap_lock) | .longest.frames[].function] | join(" ")' |
 			grep -qE 'down_(read|write)|rwsem|mmap_(read|write)_lock|lock_mm_and_find_vma' &&
 			ok "its stack is in the rwsem/mmap_lock code" || fail "stack: $(num '.interference.locks.by[0].longest.frames')"
+		inner=$(num '[.interference.locks.by[] | select(.mmap_lock and .max_ns >= 200000) | .longest.frames[0].function] | .[0] // ""')
+		grep -qE '^(rwsem_|down_|up_|mmap_|lock_mm)' <<<"$inner" && ok "innermost frame $inner: no tracing frames above it" ||
+			fail "innermost frame of a lock wait: '$inner'"
 	fi
 	decode_perfetto "$tmp/s.pftrace" | grep -q 'lock wait: mmap_lock' && ok "Perfetto has lock wait slices" ||
 		fail "no lock wait slice in the trace"
