@@ -209,9 +209,10 @@ struct hp_reclaim {
 };
 
 /*
- * Page faults of a watched thread over [ts, ts + dur_ns): `faults` and its split come from
- * exceptions:page_fault_user (x86 only: aarch64 has no such tracepoint, and they are 0
- * there); minor and major from the task's own min_flt/maj_flt counters (every arch).
+ * Page faults of a watched thread over [ts, ts + dur_ns): minor and major from the task's
+ * own min_flt/maj_flt counters (every arch, group `faults`); `faults` and its split from
+ * exceptions:page_fault_user (group `fault-types`; x86 only: aarch64 has no such
+ * tracepoint, and they are 0 there, as they are when the group is off).
  */
 struct hp_faults {
 	struct hp_hdr hdr; /* ts: the start of the period; cpu: where it ended */
@@ -250,11 +251,12 @@ struct hp_lock {
 	__u64 frames[];
 };
 
-/* --interference: which of these hooks are attached (also hp_hdr-free: a plain mask) */
+/* --interference: which groups of hooks are attached */
 #define HP_INTF_IRQ 0x1
 #define HP_INTF_RECLAIM 0x2
 #define HP_INTF_FAULTS 0x4
 #define HP_INTF_LOCKS 0x8
+#define HP_INTF_FAULT_TYPES 0x10 /* exceptions:page_fault_user: the write/exec/protection split */
 
 #define HP_MAX_RECORD (sizeof(struct hp_offcpu) + 2 * HP_MAX_STACK * sizeof(__u64))
 

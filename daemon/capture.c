@@ -53,8 +53,8 @@ static const struct intf_tp {
 	{ "mm_vmscan_memcg_reclaim_end", HP_INTF_RECLAIM },
 	{ "mm_compaction_begin", HP_INTF_RECLAIM },
 	{ "mm_compaction_end", HP_INTF_RECLAIM },
-	/* x86 only; elsewhere the fault counts come from the task's counters alone */
-	{ "page_fault_user", HP_INTF_FAULTS },
+	/* x86 only; the minor/major counts come from the task's counters without it */
+	{ "page_fault_user", HP_INTF_FAULT_TYPES },
 	{ "contention_begin", HP_INTF_LOCKS },
 	{ "contention_end", HP_INTF_LOCKS },
 };
@@ -171,7 +171,7 @@ static void choose_attach_kind(struct capture *c)
 			 * a raw_tp one loads and fails at attach, which is counted there */
 			if (!c->raw_tp && !strncmp(name, "tp_btf_", 7) && !btf_has_tp(vmlinux, it->tp)) {
 				bpf_program__set_autoload(prog, false);
-				c->intf_missing |= it->group & ~HP_INTF_FAULTS; /* counts still come */
+				c->intf_missing |= it->group;
 			}
 		}
 	}
@@ -204,13 +204,14 @@ static void intf_apply(struct capture *c, unsigned mask)
 		if (!c->intf_links[i]) {
 			c->intf_links[i] = bpf_program__attach(prog);
 			if (!c->intf_links[i]) {
-				c->intf_missing |= intf_tps[i].group & ~HP_INTF_FAULTS;
+				c->intf_missing |= intf_tps[i].group;
 				continue;
 			}
 		}
 		attached |= intf_tps[i].group;
 	}
-	/* fault counts work without page_fault_user: the switch-out reads the task's counters */
+	/* `faults` has no program of its own: the switch-out, the samples and the exit read
+	 * the task's counters; page_fault_user (fault-types) adds to what they send */
 	attached |= mask & HP_INTF_FAULTS;
 	c->intf_attached = attached;
 	c->skel->bss->intf_mask = attached;

@@ -110,8 +110,9 @@ static const char usage_text[] =
 	"  --sample-hz N          on-CPU stack samples per second per CPU (default 99, 0 = off)\n"
 	"  --interference LIST    also capture irq (hard and soft interrupts on watched threads'\n"
 	"                         CPUs), reclaim (direct/memcg reclaim, compaction), faults\n"
-	"                         (page-fault counts), locks (kernel lock waits); 'all' or\n"
-	"                         'none' (default " HOSTPROF_DEFAULT_INTERFERENCE ")\n"
+	"                         (minor/major page-fault counts), locks (kernel lock waits),\n"
+	"                         fault-types (every user fault, by write/exec/protection;\n"
+	"                         x86); 'all' or 'none' (default " HOSTPROF_DEFAULT_INTERFERENCE ")\n"
 	"  --irq-min-us N         record interrupts at or above N us (default 0: all)\n"
 	"  --lock-min-us N        record kernel lock waits at or above N us (default 0: all)\n"
 	"  --cpus LIST            also record every task on these CPUs, e.g. 0-3,8 (default none)\n"
@@ -254,7 +255,7 @@ static const char *const kind_names[] = {
 	[TRIGGER_LOCK] = "lock",       [TRIGGER_IRQ] = "irq",
 };
 
-static const char *const interference_names[] = { "irq", "reclaim", "faults", "locks" };
+static const char *const interference_names[] = { "irq", "reclaim", "faults", "locks", "fault-types" };
 
 int interference_parse(const char *v, unsigned *ret, char **bad)
 {
@@ -270,7 +271,7 @@ int interference_parse(const char *v, unsigned *ret, char **bad)
 		if (!strcmp(w, "none"))
 			continue;
 		if (!strcmp(w, "all")) {
-			mask |= HP_INTF_IRQ | HP_INTF_RECLAIM | HP_INTF_FAULTS | HP_INTF_LOCKS;
+			mask |= HP_INTF_IRQ | HP_INTF_RECLAIM | HP_INTF_FAULTS | HP_INTF_LOCKS | HP_INTF_FAULT_TYPES;
 			continue;
 		}
 		for (size_t i = 0; i < ARRAY_SIZE(interference_names); i++)
@@ -283,6 +284,8 @@ int interference_parse(const char *v, unsigned *ret, char **bad)
 			return -EINVAL;
 		}
 	}
+	if (mask & HP_INTF_FAULT_TYPES) /* its counts go out with those of `faults` */
+		mask |= HP_INTF_FAULTS;
 	*ret = mask;
 	return 0;
 }
@@ -529,7 +532,7 @@ static int settings_set(struct settings *s, int opt, const char *v, const char *
 	case OPT_INTERFERENCE: {
 		_cleanup_free_ char *bad = NULL;
 
-		*why = "must be a list of irq, reclaim, faults, locks, or all, or none";
+		*why = "must be a list of irq, reclaim, faults, locks, fault-types, or all, or none";
 		return interference_parse(v, &s->interference, &bad);
 	}
 	case OPT_IRQ_MIN_US:

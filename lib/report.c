@@ -88,6 +88,7 @@
 #define INTERF_RECLAIM 0x2
 #define INTERF_FAULTS 0x4
 #define INTERF_LOCKS 0x8
+#define INTERF_FAULT_TYPES 0x10 /* FaultTable.faults/write/exec/prot are filled */
 
 #define IRQ_HARD 1 /* IrqTable.kind */
 #define IRQ_SOFT 2
@@ -1665,7 +1666,7 @@ static int analyze(const Hostprof__Snapshot *snap, struct model *ret)
 	r = hps_validate(snap);
 	if (r < 0)
 		return r;
-	m.interference = snap->interference & (INTERF_IRQ | INTERF_RECLAIM | INTERF_FAULTS | INTERF_LOCKS);
+	m.interference = snap->interference & (INTERF_IRQ | INTERF_RECLAIM | INTERF_FAULTS | INTERF_LOCKS | INTERF_FAULT_TYPES);
 	r = frame_names_init(snap, &m.fn);
 	if (r >= 0)
 		r = model_threads(&m);
@@ -2127,7 +2128,14 @@ static void cpu_list(FILE *f, const struct wthread *w)
 
 /* ---- text ------------------------------------------------------------------------------- */
 
-static const char *const interference_names[] = { "irqs", "reclaim", "faults", "locks" }; /* by INTERF_ bit */
+/* By INTERF_ bit. fault-types only refines faults (off by default): it is named when
+ * captured, never as missing. */
+static const char *const interference_names[] = { "irqs", "reclaim", "faults", "locks", "fault-types" };
+
+static bool interference_missing(const struct model *m, size_t b)
+{
+	return !(m->interference & (1u << b)) && 1u << b != INTERF_FAULT_TYPES;
+}
 
 /* Which interference tables the snapshot has, once; nothing when it has none. */
 static void text_interference_header(const struct model *m, FILE *f)
@@ -2153,7 +2161,7 @@ static void text_interference_header(const struct model *m, FILE *f)
 	}
 	first = true;
 	for (size_t b = 0; b < ARRAY_SIZE(interference_names); b++) {
-		if (m->interference & (1u << b))
+		if (!interference_missing(m, b))
 			continue;
 		fprintf(f, "%s%s", first ? "; not captured: " : ", ", interference_names[b]);
 		first = false;
@@ -2835,7 +2843,7 @@ static void json_interference_header(const struct model *m, struct jsonw *j)
 		jsonw_name(j, captured ? "captured" : "not_captured");
 		jsonw_begin_array(j);
 		for (size_t b = 0; b < ARRAY_SIZE(interference_names); b++)
-			if (!!(m->interference & (1u << b)) == captured)
+			if (captured ? !!(m->interference & (1u << b)) : interference_missing(m, b))
 				jsonw_string(j, interference_names[b]);
 		jsonw_end_array(j);
 	}

@@ -82,6 +82,25 @@ faults)
 	start_daemon --config "$tmp/conf" --trigger none --watch-thread none
 	expect_rc 0 "status" -- ctl status
 	expect_match "^interference: faults,locks$" "interference from the config file"
+	# without fault-types (the default) the counts come from the thread's own counters alone
+	run_workload faults --mb 64 --duration 0
+	minor=$(num .interference.faults.minor)
+	within "$minor" "$(truth pages)" 10 && ok "without page_fault_user: $minor minor faults for $(truth pages) pages" ||
+		fail "without page_fault_user: $minor minor faults for $(truth pages) pages"
+	[ "$(num .interference.faults.faults)" = 0 ] && ok "and no write/exec/protection split" ||
+		fail "a split without fault-types: $(num .interference.faults)"
+	# what is attached while something is watched: the groups asked for, not the others
+	sleep 30 &
+	bg_pids+=($!)
+	ctl watch --pid $! >/dev/null || fail "watch the sleeper"
+	for _ in $(seq 30); do
+		tps=$(bpftool link list --json | jq -r '[.[] | .tp_name // empty] | join(" ")')
+		grep -qw contention_begin <<<"$tps" && break
+		sleep 0.1
+	done
+	grep -qw contention_begin <<<"$tps" && ok "locks attached while a process is watched" || fail "links: $tps"
+	grep -qwE 'page_fault_user|softirq_entry|mm_vmscan_memcg_reclaim_begin' <<<"$tps" &&
+		fail "groups not asked for are attached: $tps" || ok "page_fault_user, irq and reclaim hooks are not"
 	printf 'interference = none\n' >"$tmp/conf"
 	kill -HUP "$daemon_pid"
 	for _ in $(seq 30); do ctl status | grep -q '^interference: none' && break; sleep 0.1; done
