@@ -1049,8 +1049,12 @@ static __always_inline int on_irq_entry(void)
 	struct irq_cpu *s = irq_cpu();
 	__u32 tid, pid, flags;
 
-	if (!s || !irq_context(s, &tid, &pid, &flags))
+	if (!s)
 		return 0;
+	if (!irq_context(s, &tid, &pid, &flags)) {
+		s->hard_ts = 0; /* one left from a detach between an entry and its exit */
+		return 0;
+	}
 	s->hard_ts = bpf_ktime_get_boot_ns();
 	s->hard_tid = tid;
 	s->hard_pid = pid;
@@ -1076,8 +1080,12 @@ static __always_inline int on_softirq_entry(void)
 	struct irq_cpu *s = irq_cpu();
 	__u32 tid, pid, flags;
 
-	if (!s || !irq_context(s, &tid, &pid, &flags))
+	if (!s)
 		return 0;
+	if (!irq_context(s, &tid, &pid, &flags)) {
+		s->soft_ts = 0;
+		return 0;
+	}
 	s->soft_ts = bpf_ktime_get_boot_ns();
 	s->soft_tid = tid;
 	s->soft_pid = pid;
