@@ -53,8 +53,25 @@ num() { jq -r "$1" <<<"$thread"; }
 # within A B PCT: |A - B| <= PCT% of B
 within() { awk -v a="$1" -v b="$2" -v p="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= b * p / 100) }'; }
 
-start_daemon --trigger none --watch-thread none --interference all --irq-min-us 0 --lock-min-us 0 \
-	--snapshot-dir "$tmp/snaps" $([ "$case" = reclaim ] && echo --trigger memrec:reclaim:acl_thread:200us)
+# each case's trigger kind fires on what its workload provokes
+case $case in
+reclaim) trig=memrec:reclaim:acl_thread:200us ;;
+locks) trig=mmlock:lock:acl_thread:1ms ;;
+softirq) trig=netrx:irq:acl_thread:20us ;;
+*) trig=none ;;
+esac
+start_daemon --trigger "$trig" --watch-thread none --interference all --irq-min-us 0 --lock-min-us 0 \
+	--snapshot-dir "$tmp/snaps"
+
+# trigger_fired NAME: an automatic snapshot of $pid by trigger NAME, and its log line
+trigger_fired() {
+	local f
+	for _ in $(seq 50); do ls "$tmp/snaps"/*-"$pid"-"$1".hps >/dev/null 2>&1 && break; sleep 0.1; done
+	f=$(ls "$tmp/snaps"/*-"$pid"-"$1".hps 2>/dev/null | head -1)
+	[ -n "$f" ] && ok "the $1 trigger saved $(basename "$f")" || fail "no automatic snapshot by $1: $(ls "$tmp/snaps" 2>&1)"
+	grep -q "trigger $1 fired for pid $pid" "$tmp/daemon.log" && ok "and logged it" ||
+		fail "not in the log: $(tail -5 "$tmp/daemon.log")"
+}
 expect_rc 0 "status" -- ctl status
 expect_match "^interference: irq,reclaim,faults,locks" "status says what interference is captured"
 
@@ -79,7 +96,8 @@ faults)
 	# the groups change on reload (SIGHUP), from the config file
 	stop_daemon || fail "hostprofd exit"
 	printf 'interference = faults,locks\nirq_min_us = 5\n' >"$tmp/conf"
-	start_daemon --config "$tmp/conf" --trigger none --watch-thread none
+	# and through the raw_tp fallback
+	start_daemon --config "$tmp/conf" --trigger none --watch-thread none --force-raw-tp
 	expect_rc 0 "status" -- ctl status
 	expect_match "^interference: faults,locks$" "interference from the config file"
 	# without fault-types (the default) the counts come from the thread's own counters alone
@@ -132,12 +150,7 @@ reclaim)
 	decode_perfetto "$tmp/s.pftrace" | grep -q 'memcg reclaim' && ok "Perfetto has memcg reclaim slices" ||
 		fail "no memcg reclaim slice in the trace"
 	grep -q "memcg reclaim" "$tmp/s.txt" && ok "the report lists them" || fail "$(grep -A8 interference "$tmp/s.txt")"
-	# the trigger
-	for _ in $(seq 50); do ls "$tmp/snaps"/*-memrec.hps >/dev/null 2>&1 && break; sleep 0.1; done
-	f=$(ls "$tmp/snaps"/*-"$pid"-memrec.hps 2>/dev/null | head -1)
-	[ -n "$f" ] && ok "the reclaim trigger saved $(basename "$f")" || fail "no automatic snapshot: $(ls "$tmp/snaps" 2>&1)"
-	grep -q "trigger memrec fired for pid $pid" "$tmp/daemon.log" && ok "and logged it" ||
-		fail "not in the log: $(tail -5 "$tmp/daemon.log")"
+	trigger_fired memrec
 	;;
 locks)
 	wrap=()
@@ -168,6 +181,7 @@ locks)
 	fi
 	decode_perfetto "$tmp/s.pftrace" | grep -q 'lock wait: mmap_lock' && ok "Perfetto has lock wait slices" ||
 		fail "no lock wait slice in the trace"
+	[ "$max" -ge 1000000 ] && trigger_fired mmlock
 	;;
 softirq)
 	[ "$(nproc)" -ge 2 ] || skip "needs 2 CPUs"
@@ -199,6 +213,8 @@ softirq)
 		fail "interrupt time $all ns < a quarter of the $irq_lost ns it lost"
 	decode_perfetto "$tmp/s.pftrace" | grep -q 'softirq_entry' && ok "Perfetto has softirq events on the CPU" ||
 		fail "no softirq_entry in the trace"
+	longest=$(num '[.interference.irqs.while_running.by[].max_ns] | max // 0')
+	[ "$longest" -ge 20000 ] && trigger_fired netrx
 	;;
 *)
 	fail "unknown case $case"
