@@ -598,6 +598,9 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 		 * CPU's count is given back here all the same) */
 		if (t)
 			victim_done(t);
+		/* its fault counts start before its first fault: counters only it changes */
+		if (t && !t->flt_since && (intf_mask & HP_INTF_FAULTS))
+			faults_base(next, t, now, btf);
 		if (t && t->off_ts) {
 			if (t->flags & TASK_OFF_RUNNABLE) {
 				wait = now - t->off_ts;
@@ -1302,7 +1305,10 @@ static __always_inline int on_contention_end(void *ctx, void *lock, int ret)
 	e->flags = w->lock_flags;
 	task = (struct task_struct *)bpf_get_current_task();
 	mm = (__u64)BPF_CORE_READ(task, mm);
-	if (mm && e->lock == mm + bpf_core_field_offset(struct mm_struct, mmap_lock))
+	/* mmap_lock was mmap_sem before 5.8 (no contention tracepoints there, but a raw_tp
+	 * program is loaded all the same: the guard keeps the relocation from failing) */
+	if (bpf_core_field_exists(struct mm_struct, mmap_lock) && mm &&
+	    e->lock == mm + bpf_core_field_offset(struct mm_struct, mmap_lock))
 		e->flags |= HP_LOCK_MMAP;
 	e->ret = ret;
 	e->kstack_len = 0;

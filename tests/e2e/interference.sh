@@ -79,15 +79,19 @@ case $case in
 faults)
 	run_workload faults --mb 64 --duration 0
 	pages=$(truth pages)
+	# the pages it touched, as the kernel counted them for the thread (getrusage around the
+	# touches): the pages of the mapping, and under ASan their shadow too
 	minflt=$(truth minflt)
 	faults=$(num .interference.faults.faults)
 	minor=$(num .interference.faults.minor)
 	[ "$pages" = 16384 ] || fail "the workload touched $pages pages, not 16384"
 	if [ "$(uname -m)" = x86_64 ]; then
-		within "$faults" "$pages" 10 && ok "page_fault_user counted $faults faults for $pages pages touched" ||
-			fail "$faults faults counted for $pages pages touched"
+		within "$faults" "$minflt" 10 && ok "page_fault_user counted $faults faults for $minflt pages touched ($pages mapped)" ||
+			fail "$faults faults counted for $minflt pages touched"
 		w=$(num .interference.faults.write)
-		within "$w" "$pages" 10 && ok "$w of them on a write" || fail "$w write faults for $pages written pages"
+		# each page of the mapping is written once (ASan's shadow pages are read)
+		within "$w" "$pages" 10 && ok "$w of them on a write, for $pages pages written" ||
+			fail "$w write faults for $pages written pages"
 	fi
 	within "$minor" "$minflt" 10 && ok "$minor minor faults, the thread's own count $minflt" ||
 		fail "$minor minor faults captured, the thread counted $minflt"
@@ -103,8 +107,8 @@ faults)
 	# without fault-types (the default) the counts come from the thread's own counters alone
 	run_workload faults --mb 64 --duration 0
 	minor=$(num .interference.faults.minor)
-	within "$minor" "$(truth pages)" 10 && ok "without page_fault_user: $minor minor faults for $(truth pages) pages" ||
-		fail "without page_fault_user: $minor minor faults for $(truth pages) pages"
+	within "$minor" "$(truth minflt)" 10 && ok "without page_fault_user: $minor minor faults for $(truth minflt) pages touched" ||
+		fail "without page_fault_user: $minor minor faults for $(truth minflt) pages touched"
 	[ "$(num .interference.faults.faults)" = 0 ] && ok "and no write/exec/protection split" ||
 		fail "a split without fault-types: $(num .interference.faults)"
 	# what is attached while something is watched: the groups asked for, not the others
