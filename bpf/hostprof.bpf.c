@@ -576,9 +576,8 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 			t->off_ts = now;
 			t->off_state = state;
 			t->off_cpu = cpu;
-			t->wake_ts = 0;
-			t->waker_tid = 0;
-			t->waker_pid = 0;
+			/* wake_ts is not cleared here but at the switch-in that uses it: a wakeup on
+			 * another CPU may race this switch-out, and must not be lost */
 			if (HP_STATE_RUNNABLE(state)) {
 				t->flags |= TASK_OFF_RUNNABLE;
 				/* it waits on this CPU's runqueue: record who runs here meanwhile */
@@ -601,19 +600,23 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 		/* its fault counts start before its first fault: counters only it changes */
 		if (t && !t->flt_since && (intf_mask & HP_INTF_FAULTS))
 			faults_base(next, t, now, btf);
-		if (t && t->off_ts) {
-			if (t->flags & TASK_OFF_RUNNABLE) {
+		if (t) {
+			if (t->off_ts && (t->flags & TASK_OFF_RUNNABLE)) {
 				wait = now - t->off_ts;
 				wait_kind = HP_WAIT_PREEMPT;
 			} else {
-				if (t->wake_ts) {
+				/* a new thread has no off_ts: its wait is from sched_wakeup_new */
+				if (t->wake_ts && t->wake_ts <= now) {
 					wait = now - t->wake_ts;
 					wait_kind = HP_WAIT_WAKEUP;
 				}
-				if (now - t->off_ts >= offcpu_min_ns)
+				if (t->off_ts && now - t->off_ts >= offcpu_min_ns)
 					emit_offcpu(next, t, next_tid, next_pid, now, btf);
 			}
 			t->off_ts = 0;
+			t->wake_ts = 0;
+			t->waker_tid = 0;
+			t->waker_pid = 0;
 		}
 	}
 
@@ -656,6 +659,14 @@ static __always_inline int on_waking(struct task_struct *p, __u32 wake_flags, bo
 	if (!is_watched(pid))
 		return 0;
 	now = bpf_ktime_get_boot_ns();
+	/* the thread's state first: a full ring loses the record, not the wait it starts */
+	t = task_get(tid, true);
+	if (t) {
+		t->wake_ts = now;
+		t->waker_tid = (__u32)cur;
+		t->waker_pid = cur >> 32;
+		bpf_get_current_comm(t->waker_comm, sizeof(t->waker_comm));
+	}
 	e = ring_reserve(&ring, sizeof(*e), HP_EV_WAKE, now);
 	if (!e)
 		return 0;
@@ -666,13 +677,6 @@ static __always_inline int on_waking(struct task_struct *p, __u32 wake_flags, bo
 	e->waker_tid = (__u32)cur;
 	e->waker_pid = cur >> 32;
 	bpf_get_current_comm(e->waker_comm, sizeof(e->waker_comm));
-	t = task_get(tid, true);
-	if (t) {
-		t->wake_ts = now;
-		t->waker_tid = e->waker_tid;
-		t->waker_pid = e->waker_pid;
-		__builtin_memcpy(t->waker_comm, e->waker_comm, HP_COMM_LEN);
-	}
 	ring_submit(ring, e);
 	return 0;
 }

@@ -185,9 +185,10 @@ static int test_sleep(bool raw_tp)
 	bool ordered = true;
 	int r;
 
+	/* from the watch on: the child may switch out (still waiting for go) right after it */
+	t0 = boot_ns();
 	r = capture_watch(c, w, HP_WATCH_PID, 0);
 	EXPECT(r == 0, "watch: %s", strerror(-r));
-	t0 = boot_ns();
 	go(go_w);
 	go(go_u);
 	EXPECT(read(tid_w_fd, &tid_w, sizeof(tid_w)) == sizeof(tid_w), "tid of the watched sleeper");
@@ -209,11 +210,20 @@ static int test_sleep(bool raw_tp)
 			continue;
 		const struct hp_switch *e = (const void *)h;
 
-		if (h->ts < t0 || h->ts > t1)
+		if (h->ts < t0 || h->ts > t1) {
+			if (ordered)
+				printf("switch %s (%u) -> %s (%u) at %llu on CPU %u: outside [%llu, %llu]\n", e->prev_comm,
+				       e->prev_tid, e->next_comm, e->next_tid, (unsigned long long)h->ts, h->cpu,
+				       (unsigned long long)t0, (unsigned long long)t1);
 			ordered = false;
+		}
 		if (h->cpu < 1024) {
-			if (h->ts < last_ts[h->cpu])
+			if (h->ts < last_ts[h->cpu]) {
+				if (ordered)
+					printf("switch at %llu on CPU %u after one at %llu\n", (unsigned long long)h->ts,
+					       h->cpu, (unsigned long long)last_ts[h->cpu]);
 				ordered = false;
+			}
 			last_ts[h->cpu] = h->ts;
 		}
 		/* records of neither side: only who ran where a watched thread waited */
@@ -230,10 +240,20 @@ static int test_sleep(bool raw_tp)
 			EXPECT(e->flags & HP_SW_PREV_WATCHED, "flags %#x", e->flags);
 		}
 		if (e->next_tid == (uint32_t)tid_w) {
+			bool woken = e->next_wait_kind == HP_WAIT_WAKEUP && e->next_wait_ns > 0 &&
+				     e->next_wait_ns < 1000000000ull;
+
 			ins++;
-			woken_waits += e->next_wait_kind == HP_WAIT_WAKEUP && e->next_wait_ns > 0 &&
-				       e->next_wait_ns < 1000000000ull;
+			woken_waits += woken;
+			if (!woken)
+				printf("switch-in %u of the sleeper at %llu on CPU %u without a wakeup wait: kind %u, "
+				       "%llu ns, after %s (pid %u)\n",
+				       ins, (unsigned long long)h->ts, h->cpu, e->next_wait_kind,
+				       (unsigned long long)e->next_wait_ns, e->prev_comm, e->prev_pid);
 		}
+		if (h->type == HP_EV_SWITCH && e->prev_tid == (uint32_t)tid_w && e->prev_state != 0x1)
+			printf("switch-out of the sleeper at %llu on CPU %u in state %#x, to %s\n",
+			       (unsigned long long)h->ts, h->cpu, e->prev_state, e->next_comm);
 	}
 	printf("%zu records; sleeper %d: %u sleeps (S), %u switch-ins\n", log_.n, tid_w, sleeps, ins);
 	EXPECT(sleeps == N_SLEEPS, "expected exactly %d switch-outs in S, got %u", N_SLEEPS, sleeps);
