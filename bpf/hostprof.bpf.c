@@ -559,7 +559,9 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev, str
 
 	now = bpf_ktime_get_boot_ns();
 	state = report_state(preempt, prev, btf);
-	if (flags & (HP_SW_PREV_WATCHED | HP_SW_NEXT_WATCHED)) {
+	/* only the irq programs read it: not kept while they are not attached (it is right
+	 * again from the next watched switch on this CPU once they are) */
+	if ((flags & (HP_SW_PREV_WATCHED | HP_SW_NEXT_WATCHED)) && (intf_mask & HP_INTF_IRQ)) {
 		__u32 zero = 0;
 		struct irq_cpu *ic = bpf_map_lookup_elem(&irq_state, &zero);
 

@@ -188,10 +188,27 @@ static struct bpf_program *intf_prog(struct capture *c, size_t i)
 }
 
 /* Attach the programs of the groups in mask, detach the others. */
+/*
+ * The per-CPU irq state: which watched thread runs on each CPU is kept only while the irq
+ * programs are attached, so before they are attached again it is cleared, not trusted
+ * (it is right again from each CPU's next watched switch).
+ */
+static void irq_state_clear(struct capture *c)
+{
+	size_t size = ((bpf_map__value_size(c->skel->maps.irq_state) + 7) & ~7ul) * c->nr_cpus;
+	_cleanup_free_ void *zero = calloc(1, size);
+	__u32 key = 0;
+
+	if (zero)
+		(void)bpf_map__update_elem(c->skel->maps.irq_state, &key, sizeof(key), zero, size, BPF_ANY);
+}
+
 static void intf_apply(struct capture *c, unsigned mask)
 {
 	unsigned attached = 0;
 
+	if ((mask & HP_INTF_IRQ) && !(c->intf_attached & HP_INTF_IRQ))
+		irq_state_clear(c);
 	for (size_t i = 0; i < ARRAY_SIZE(intf_tps); i++) {
 		struct bpf_program *prog = intf_prog(c, i);
 		bool want = mask & intf_tps[i].group;
@@ -243,7 +260,7 @@ static struct bpf_program *sys_prog(struct capture *c, bool exit)
 	return exit ? c->skel->progs.tp_btf_sys_exit : c->skel->progs.tp_btf_sys_enter;
 }
 
-int capture_set_syscalls(struct capture *c, bool on)
+int capture_set_watching(struct capture *c, bool on)
 {
 	if (on != c->active) {
 		c->active = on;
@@ -270,11 +287,6 @@ int capture_set_syscalls(struct capture *c, bool on)
 		return r;
 	}
 	return 0;
-}
-
-bool capture_syscalls_attached(const struct capture *c)
-{
-	return c->sys_links[0] != NULL;
 }
 
 static void stop_sampling(struct capture *c)
@@ -511,7 +523,7 @@ void capture_free(struct capture *c)
 {
 	if (!c)
 		return;
-	capture_set_syscalls(c, false);
+	capture_set_watching(c, false);
 	stop_sampling(c);
 	ring_buffer__free(c->rb);
 	hostprof_bpf__destroy(c->skel);

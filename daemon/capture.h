@@ -38,16 +38,16 @@ int capture_set_globs(struct capture *c, char *const *globs, size_t n);
 int capture_stats(const struct capture *c, uint64_t ret[HP_STAT_MAX]);
 uint64_t capture_bad_records(const struct capture *c);
 
-/* sys_enter/sys_exit put every task of the machine on the slow syscall path: attach
- * them only while some process is watched; so are the --interference hooks. */
-int capture_set_syscalls(struct capture *c, bool on);
-/* --interference (HP_INTF_*) and its thresholds; attached while capture_set_syscalls is on. */
+/* The hooks that matter only while some process is watched, attached (on) or detached:
+ * sys_enter/sys_exit, which put every task of the machine on the slow syscall path, and
+ * the --interference groups asked for. */
+int capture_set_watching(struct capture *c, bool on);
+/* --interference (HP_INTF_*) and its thresholds; attached while capture_set_watching is on. */
 void capture_set_interference(struct capture *c, unsigned mask, uint64_t irq_min_ns, uint64_t lock_min_ns);
 /* What is captured (or will be, once something is watched): HP_INTF_*. */
 unsigned capture_interference(const struct capture *c);
 /* Groups of which some tracepoint is missing from this kernel. */
 unsigned capture_interference_missing(const struct capture *c);
-bool capture_syscalls_attached(const struct capture *c);
 /* On-CPU sampling at hz on every CPU; 0 stops it. */
 int capture_set_sampling(struct capture *c, uint32_t hz);
 void capture_set_thresholds(struct capture *c, uint64_t syscall_min_ns, uint64_t offcpu_min_ns);

@@ -123,8 +123,8 @@ static int on_timer(struct io_source *src, uint32_t events)
 	r = capture_drain(d->capture);
 	if (r < 0)
 		return log_error_errno(r, "Failed to drain the ring buffers: %m");
-	/* the syscall hooks cost every task of the machine: only while something is watched */
-	r = capture_set_syscalls(d->capture, recorder_live_count(d->recorder) > 0);
+	/* the syscall and interference hooks: only while something is watched */
+	r = capture_set_watching(d->capture, recorder_live_count(d->recorder) > 0);
 	if (r < 0)
 		log_warning_errno(r, "Failed to %s the syscall hooks: %m, ignoring",
 				  recorder_live_count(d->recorder) ? "attach" : "detach");

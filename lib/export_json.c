@@ -171,13 +171,6 @@ static const char *blocked_cname(uint32_t state)
 	return state == 0x2 ? "thread_state_uninterruptible" : "thread_state_sleeping";
 }
 
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 static int cmp_cut(const void *a, const void *b)
 {
 	const struct cut *x = a, *y = b;

@@ -655,20 +655,6 @@ static int write_process_tree(struct exporter *e)
 
 /* ---- The thread index -------------------------------------------------------------------- */
 
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 static struct thread_info *thread_find(struct exporter *e, uint32_t tid)
 {
 	size_t lo = 0, hi = e->nthreads;

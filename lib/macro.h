@@ -4,6 +4,7 @@
 #define HOSTPROF_MACRO_H
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -64,6 +65,21 @@ static inline void qsort_r_safe(void *base, size_t n, size_t size, int (*cmp)(co
 {
 	if (n > 1)
 		qsort_r(base, n, size, cmp, arg);
+}
+
+/* qsort comparators of plain unsigned integers */
+static inline int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static inline int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
 }
 
 /* libc's -1/errno convention to ours: -errno */

@@ -633,20 +633,6 @@ static struct wthread *find_thread(const struct model *m, uint32_t pid, uint32_t
 	return NULL;
 }
 
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* Collects the tids of snap->pid from every table, then names them. */
 static int model_threads(struct model *m)
 {

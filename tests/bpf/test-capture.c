@@ -598,7 +598,7 @@ static int test_pipe(void)
 		printf("SKIP: /proc/kallsyms hides addresses\n");
 		exit(77);
 	}
-	rc = capture_set_syscalls(c, true);
+	rc = capture_set_watching(c, true);
 	EXPECT(rc == 0, "attach syscalls: %s", strerror(-rc));
 	capture_set_thresholds(c, 1000000, 1000000); /* 1 ms */
 	rc = capture_watch(c, getpid(), HP_WATCH_PID, 0);
@@ -792,11 +792,11 @@ static int test_hist(void)
 
 	rc = capture_watch(c, getpid(), HP_WATCH_PID, 0);
 	EXPECT(rc == 0, "watch: %s", strerror(-rc));
-	rc = capture_set_syscalls(c, true);
+	rc = capture_set_watching(c, true);
 	EXPECT(rc == 0, "attach syscalls: %s", strerror(-rc));
 	for (int i = 0; i < 1000; i++)
 		syscall(SYS_getppid);
-	capture_set_syscalls(c, false);
+	capture_set_watching(c, false);
 	rc = capture_for_each_histogram(c, getpid(), on_hist, &f);
 	EXPECT(rc == 0, "histograms: %s", strerror(-rc));
 	printf("getppid x1000: histogram count %llu, buckets %llu, total %.3f ms, max %.3f us\n",
