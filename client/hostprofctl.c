@@ -267,6 +267,20 @@ static void print_status_json(const Hostprof__Status *st)
 	for (size_t i = 0; i < st->n_drops; i++)
 		jsonw_uint_field(j, st->drops[i]->cause ? st->drops[i]->cause : "?", st->drops[i]->count);
 	jsonw_end_object(j);
+	jsonw_name(j, "triggers");
+	jsonw_begin_array(j);
+	for (size_t i = 0; i < st->n_triggers; i++) {
+		const Hostprof__TriggerStats *t = st->triggers[i];
+
+		jsonw_begin_object(j);
+		jsonw_string_field(j, "name", t->name ? t->name : "");
+		jsonw_string_field(j, "kind", t->kind ? t->kind : "");
+		jsonw_uint_field(j, "fired", t->fired);
+		jsonw_uint_field(j, "suppressed", t->suppressed);
+		jsonw_end_object(j);
+	}
+	jsonw_end_array(j);
+	jsonw_uint_field(j, "triggers_dropped", st->triggers_dropped);
 	jsonw_name(j, "processes");
 	jsonw_begin_array(j);
 	for (size_t i = 0; i < st->n_processes; i++) {
@@ -307,6 +321,14 @@ static void print_status_text(const Hostprof__Status *st)
 	for (size_t i = 0; i < st->n_watch_threads; i++)
 		printf(" %s", st->watch_threads[i]);
 	printf("%s\n", st->n_watch_threads ? "" : " (none)");
+	printf("triggers: ");
+	for (size_t i = 0; i < st->n_triggers; i++)
+		printf(" %s (%s) fired %" PRIu64 ", suppressed %" PRIu64 "%s", st->triggers[i]->name,
+		       st->triggers[i]->kind, st->triggers[i]->fired, st->triggers[i]->suppressed,
+		       i + 1 < st->n_triggers ? "," : "");
+	if (st->triggers_dropped)
+		printf("; %" PRIu64 " not taken (too many waiting)", st->triggers_dropped);
+	printf("%s\n", st->n_triggers ? "" : " (none)");
 	if (!st->n_processes) {
 		printf("no watched processes\n");
 		return;

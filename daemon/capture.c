@@ -632,3 +632,70 @@ bool capture_uses_raw_tp(const struct capture *c)
 {
 	return c->raw_tp;
 }
+
+struct hist_collect {
+	struct hist_entry *v;
+	size_t n, cap;
+	int err;
+};
+
+static void collect_hist(void *ud, const struct hp_hist_key *key, const struct hp_hist *h)
+{
+	struct hist_collect *hc = ud;
+
+	if (hc->err)
+		return;
+	if (hc->n == hc->cap) {
+		size_t cap = hc->cap ? hc->cap * 2 : 64;
+		struct hist_entry *v = realloc(hc->v, cap * sizeof(*v));
+
+		if (!v) {
+			hc->err = -ENOMEM;
+			return;
+		}
+		hc->v = v;
+		hc->cap = cap;
+	}
+	hc->v[hc->n++] = (struct hist_entry){ .key = *key, .h = *h };
+}
+
+int capture_histograms(const struct capture *c, uint32_t pid, struct hist_entry **ret, size_t *ret_n)
+{
+	struct hist_collect hc = {};
+	int r;
+
+	r = capture_for_each_histogram(c, pid, collect_hist, &hc);
+	if (r < 0 || hc.err < 0) {
+		free(hc.v);
+		return r < 0 ? r : hc.err;
+	}
+	*ret = hc.v;
+	*ret_n = hc.n;
+	return 0;
+}
+
+size_t capture_drops(const struct capture *c, struct drop_count ret[HP_DROP_CAUSES])
+{
+	/* HP_STAT_EVENTS counts records written, not lost: its slot names the daemon's own drops */
+	static const char *const causes[HP_STAT_MAX] = {
+		[HP_STAT_EVENTS] = "bad_record",
+		[HP_STAT_RING_FULL] = "ring_full",
+		[HP_STAT_MAP_FULL] = "map_full",
+		[HP_STAT_NO_RING] = "no_ring",
+		[HP_STAT_TASK_FULL] = "task_map_full",
+		[HP_STAT_HIST_FULL] = "histogram_map_full",
+		[HP_STAT_STACK_FAILED] = "stack_failed",
+		[HP_STAT_NESTED] = "nested",
+		[HP_STAT_WAIT_FULL] = "wait_map_full",
+	};
+	uint64_t stats[HP_STAT_MAX] = {};
+	size_t n = 0;
+
+	_Static_assert(HP_DROP_CAUSES == HP_STAT_MAX, "one drop cause per HP_STAT_* slot");
+	(void)capture_stats(c, stats);
+	stats[HP_STAT_EVENTS] = c->bad_records;
+	for (size_t i = 1; i < HP_STAT_MAX; i++)
+		ret[n++] = (struct drop_count){ causes[i], stats[i] };
+	ret[n++] = (struct drop_count){ causes[HP_STAT_EVENTS], stats[HP_STAT_EVENTS] };
+	return n;
+}

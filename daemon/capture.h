@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "counts.h"
 #include "hostprof.h"
 
 struct capture;
@@ -57,6 +58,11 @@ int capture_set_cpus(struct capture *c, const uint64_t *mask, size_t words);
 int capture_for_each_histogram(const struct capture *c, uint32_t pid,
 			       void (*fn)(void *ud, const struct hp_hist_key *key, const struct hp_hist *h), void *ud);
 void capture_forget_histograms(struct capture *c, uint32_t pid);
+/* The same, collected into a malloc'ed array. */
+int capture_histograms(const struct capture *c, uint32_t pid, struct hist_entry **ret, size_t *ret_n);
+/* Drops by cause, host-wide, as status and snapshots show them: every cause, zeros too
+ * (at most HP_DROP_CAUSES entries). */
+size_t capture_drops(const struct capture *c, struct drop_count ret[HP_DROP_CAUSES]);
 
 int capture_nr_cpus(const struct capture *c);
 bool capture_uses_raw_tp(const struct capture *c);

@@ -7,8 +7,10 @@
  * chunk at a time, only as fast as the client reads. A slow or silent client costs its
  * own buffers and never stalls the drain.
  *
- * Peers are identified by SO_PEERCRED. Root may do everything; another user sees and
- * snapshots only processes whose real and effective uid are its own.
+ * Peers are identified by SO_PEERCRED. Who may make which request is one table
+ * (`request_rules` below) applied before the request is handled: root may do everything;
+ * another user sees, watches, unwatches, snapshots and fetches only processes whose
+ * real and effective uid are its own, and never changes the thread patterns.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,18 +26,22 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include "control.h"
 #include "framing.h"
-#include "hostprofd.h"
 #include "log.h"
+#include "loop.h"
 #include "macro.h"
 #include "procfs.h"
-#include "snapjob.h"
-#include "snapshot.h"
+#include "recorder.h"
+#include "settings.h"
+#include "snapstore.h"
+#include "snapsvc.h"
+#include "trigger.h"
+#include "watch.h"
 
 #define MAX_CLIENTS 256
 #define MAX_STREAMS 8 /* snapshots being built or sent at once */
 #define STALL_NS (10 * NSEC_PER_SEC) /* a client with output that reads nothing this long is closed */
-#define MAX_DROPS 8
 
 struct client {
 	struct io_source io;
@@ -48,6 +54,7 @@ struct client {
 	uint32_t epoll_events;
 	struct hp_buf in, out;
 	struct snapjob *job; /* a snapshot being built for it */
+	struct snapshot_req snap_req; /* what job builds */
 	uint64_t progress_ns; /* when it last took output (or had none pending) */
 	/* the snapshot being streamed */
 	uint8_t *snap;
@@ -58,7 +65,10 @@ struct client {
 
 struct control {
 	struct io_source io;
-	struct daemon *d;
+	struct control_deps deps;
+	uint64_t start_ns;
+	uint64_t rate_events, rate_ns; /* recorder events at the last rate sample */
+	double events_per_sec;
 	bool owned; /* we made the socket file: remove it at exit */
 	char *path;
 	struct client *clients;
@@ -71,7 +81,7 @@ static void client_close(struct client *cl)
 {
 	if (cl->dead)
 		return;
-	loop_del(cl->ctl->d, &cl->io);
+	loop_del(cl->ctl->deps.loop, &cl->io);
 	close(cl->io.fd);
 	cl->io.fd = -1;
 	if (cl->snap || cl->job)
@@ -148,16 +158,51 @@ static void protocol_error(struct client *cl, const char *what)
 	cl->closing = true;
 }
 
-static bool may_see(const struct client *cl, const struct proc_rec *p)
+/* The one ownership rule: root, or a peer whose uid is the target's real and effective uid. */
+static bool peer_owns(const struct ucred *peer, uint32_t uid, uint32_t euid)
 {
-	return cl->cred.uid == 0 || (p->info.uid == cl->cred.uid && p->info.euid == cl->cred.uid);
+	return peer->uid == 0 || (uid == peer->uid && euid == peer->uid);
 }
 
-static void handle_hello(struct client *cl, const Hostprof__Hello *hello)
+static bool may_see(const struct client *cl, const struct proc_rec *p)
 {
+	return peer_owns(&cl->cred, p->info.uid, p->info.euid);
+}
+
+static bool may_see_entry(const struct client *cl, const struct snap_entry *e)
+{
+	return peer_owns(&cl->cred, e->uid, e->uid);
+}
+
+/*
+ * What a request acts on, found before it is authorized. A request on no target (hello,
+ * status, the snapshot list: each filters what it shows by peer_owns) is anyone's.
+ */
+struct target {
+	enum {
+		TARGET_NONE,      /* anyone */
+		TARGET_ROOT_ONLY, /* the thread patterns: they watch every user's processes */
+		TARGET_OWNED,     /* a process or a snapshot: root or its owner */
+	} kind;
+	uint32_t uid, euid;
+	bool hide_denial; /* refused like not found: the peer learns nothing of it */
+	const char *glob; /* TARGET_ROOT_ONLY */
+	uint32_t pid;
+	struct proc_info info;      /* watch: the live process */
+	struct proc_rec *p;         /* unwatch, snapshot */
+	const struct snap_entry *e; /* fetch */
+};
+
+static void handle_hello(struct client *cl, const Hostprof__Request *req, struct target *t)
+{
+	const Hostprof__Hello *hello = req->hello;
 	Hostprof__Response resp = HOSTPROF__RESPONSE__INIT;
 	Hostprof__Hello mine = HOSTPROF__HELLO__INIT;
 
+	if (cl->hello) {
+		protocol_error(cl, "a second hello");
+		return;
+	}
 	if (hello->protocol != HP_PROTOCOL_VERSION) {
 		char why[160];
 
@@ -176,24 +221,28 @@ static void handle_hello(struct client *cl, const Hostprof__Hello *hello)
 	(void)send_response(cl, &resp);
 }
 
-static void handle_status(struct client *cl)
+static void handle_status(struct client *cl, const Hostprof__Request *req, struct target *t)
 {
-	struct daemon *d = cl->ctl->d;
+	const struct control_deps *deps = &cl->ctl->deps;
+	const struct settings *s = deps->settings;
 	Hostprof__Response resp = HOSTPROF__RESPONSE__INIT;
 	Hostprof__Status st = HOSTPROF__STATUS__INIT;
-	size_t n = recorder_count(d->recorder), nw = 0, nd;
+	size_t n = recorder_count(deps->recorder), nw = 0, nd, nt = triggers_count(deps->triggers);
 	_cleanup_free_ Hostprof__WatchedProcess *wp = calloc(MAX(n, (size_t)1), sizeof(*wp));
 	_cleanup_free_ Hostprof__WatchedProcess **wpp = calloc(MAX(n, (size_t)1), sizeof(*wpp));
-	struct drop_count drops[MAX_DROPS];
-	Hostprof__Drop drop_msgs[MAX_DROPS], *drop_ptrs[MAX_DROPS];
+	struct drop_count drops[HP_DROP_CAUSES];
+	Hostprof__Drop drop_msgs[HP_DROP_CAUSES], *drop_ptrs[HP_DROP_CAUSES];
+	Hostprof__TriggerStats trig_msgs[HOSTPROF_MAX_TRIGGERS], *trig_ptrs[HOSTPROF_MAX_TRIGGERS];
 	char intf[64], intf_missing[64];
+	unsigned missing = deps->facts.interference_missing;
+	size_t n_globs;
 
 	if (!wp || !wpp) {
 		(void)send_error(cl, HOSTPROF__ERROR__CODE__INTERNAL, "out of memory");
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
-		struct proc_rec *p = recorder_at(d->recorder, i);
+		struct proc_rec *p = recorder_at(deps->recorder, i);
 
 		if (!may_see(cl, p))
 			continue;
@@ -208,7 +257,7 @@ static void handle_status(struct client *cl)
 		wpp[nw] = &wp[nw];
 		nw++;
 	}
-	nd = daemon_drops(d, drops, MAX_DROPS);
+	nd = snapsvc_drops(deps->snapsvc, drops);
 	for (size_t i = 0; i < nd; i++) {
 		hostprof__drop__init(&drop_msgs[i]);
 		drop_msgs[i].cause = (char *)drops[i].cause;
@@ -216,56 +265,56 @@ static void handle_status(struct client *cl)
 		drop_msgs[i].count = drops[i].count;
 		drop_ptrs[i] = &drop_msgs[i];
 	}
+	nt = MIN(nt, (size_t)HOSTPROF_MAX_TRIGGERS);
+	for (size_t i = 0; i < nt; i++) {
+		struct trigger_stat ts;
+
+		triggers_stat(deps->triggers, i, &ts);
+		hostprof__trigger_stats__init(&trig_msgs[i]);
+		trig_msgs[i].name = (char *)ts.def->name;
+		trig_msgs[i].kind = (char *)trigger_kind_name(ts.def->kind);
+		trig_msgs[i].has_fired = trig_msgs[i].has_suppressed = true;
+		trig_msgs[i].fired = ts.fired;
+		trig_msgs[i].suppressed = ts.suppressed;
+		trig_ptrs[i] = &trig_msgs[i];
+	}
 	st.version = (char *)HOSTPROF_VERSION;
 	st.has_uptime_ns = st.has_pid = st.has_events = st.has_events_per_sec = true;
-	st.uptime_ns = now_boottime_ns() - d->start_ns;
+	st.uptime_ns = now_boottime_ns() - cl->ctl->start_ns;
 	st.pid = getpid();
 	st.processes = wpp;
 	st.n_processes = nw;
-	st.events = recorder_events(d->recorder);
-	st.events_per_sec = d->events_per_sec;
+	st.events = recorder_events(deps->recorder);
+	st.events_per_sec = cl->ctl->events_per_sec;
 	st.drops = drop_ptrs;
 	st.n_drops = nd;
+	st.triggers = trig_ptrs;
+	st.n_triggers = nt;
+	st.has_triggers_dropped = true;
+	st.triggers_dropped = triggers_dropped(deps->triggers);
 	st.has_memory_bytes = st.has_memory_limit = st.has_rss_bytes = true;
-	st.memory_bytes = recorder_bytes(d->recorder);
-	st.memory_limit = recorder_limits(d->recorder)->memory_bytes;
+	st.memory_bytes = recorder_bytes(deps->recorder);
+	st.memory_limit = recorder_limits(deps->recorder)->memory_bytes;
 	st.rss_bytes = proc_self_rss();
 	st.has_ncpus = st.has_ring_kb = true;
-	st.ncpus = capture_nr_cpus(d->capture);
-	st.ring_kb = d->settings.ring_kb;
-	st.watch_threads = d->settings.watch_threads;
-	st.n_watch_threads = d->settings.n_watch_threads;
-	st.interference = (char *)interference_text(d->settings.interference & ~capture_interference_missing(d->capture),
-						      intf, sizeof(intf));
-	st.interference_missing = (char *)interference_text(
-		d->settings.interference & capture_interference_missing(d->capture), intf_missing, sizeof(intf_missing));
+	st.ncpus = deps->facts.ncpus;
+	st.ring_kb = s->ring_kb;
+	st.watch_threads = (char **)watch_globs(deps->watch, &n_globs);
+	st.n_watch_threads = n_globs;
+	st.interference = (char *)interference_text(s->interference & ~missing, intf, sizeof(intf));
+	st.interference_missing = (char *)interference_text(s->interference & missing, intf_missing,
+							    sizeof(intf_missing));
 	resp.body_case = HOSTPROF__RESPONSE__BODY_STATUS;
 	resp.status = &st;
 	(void)send_response(cl, &resp);
 }
 
-struct snapshot_work {
-	const struct proc_rec *p;
-	uint64_t window_ns;
-};
-
 /* In the snapshot job's child: [uint64 events][.hps bytes]. */
-static int snapshot_work(struct daemon *d, void *arg, struct hp_buf *out)
+static int snapshot_then(void *arg, const uint8_t *data, size_t len, uint64_t events, struct hp_buf *out)
 {
-	struct snapshot_work *w = arg;
-	uint8_t *data = NULL;
-	uint64_t events = 0;
-	size_t len = 0;
-	int r;
+	int r = hp_buf_append(out, &events, sizeof(events));
 
-	r = daemon_build_snapshot(d, w->p, w->window_ns, 0, NULL, NULL, 0, &data, &len, &events);
-	if (r < 0)
-		return r;
-	r = hp_buf_append(out, &events, sizeof(events));
-	if (r >= 0)
-		r = hp_buf_append(out, data, len);
-	free(data);
-	return r;
+	return r < 0 ? r : hp_buf_append(out, data, len);
 }
 
 static void client_kick(struct client *cl);
@@ -294,39 +343,46 @@ static void snapshot_done(void *ud, int status, uint8_t *data, size_t len)
 	client_kick(cl);
 }
 
-static void handle_snapshot(struct client *cl, const Hostprof__SnapshotRequest *req)
+static bool stream_slot(struct client *cl)
 {
-	struct daemon *d = cl->ctl->d;
-	struct snapshot_work w;
-	struct proc_rec *p;
-	int r;
+	if (cl->ctl->n_streams < MAX_STREAMS)
+		return true;
+	(void)send_error(cl, HOSTPROF__ERROR__CODE__BUSY, "%d snapshots are being sent already; try again in a moment",
+			 MAX_STREAMS);
+	return false;
+}
 
-	(void)capture_drain(d->capture); /* a process that just appeared is in the rings */
-	p = recorder_find(d->recorder, req->pid);
+static int find_snapshot_target(struct client *cl, const Hostprof__Request *req, struct target *t)
+{
+	const Hostprof__SnapshotRequest *sr = req->snapshot;
+	struct proc_rec *p;
+
+	snapsvc_catch_up(cl->ctl->deps.snapsvc); /* a process that just appeared is in the rings */
+	p = recorder_find(cl->ctl->deps.recorder, sr->pid);
 	if (!p) {
 		(void)send_error(cl, HOSTPROF__ERROR__CODE__NOT_FOUND,
 				 "pid %u is not watched: start hostprofd with --pid %u, or give one of its "
 				 "threads a name that --watch-thread matches",
-				 req->pid, req->pid);
-		return;
+				 sr->pid, sr->pid);
+		return -ENOENT;
 	}
-	if (!may_see(cl, p)) {
-		(void)send_error(cl, HOSTPROF__ERROR__CODE__DENIED,
-				 "pid %u belongs to uid %u: only root or its owner may snapshot it", req->pid,
-				 p->info.uid);
+	*t = (struct target){ .kind = TARGET_OWNED, .uid = p->info.uid, .euid = p->info.euid, .pid = sr->pid, .p = p };
+	return 0;
+}
+
+static void handle_snapshot(struct client *cl, const Hostprof__Request *req, struct target *t)
+{
+	const Hostprof__SnapshotRequest *sr = req->snapshot;
+	int r;
+
+	if (!stream_slot(cl))
 		return;
-	}
-	if (cl->ctl->n_streams >= MAX_STREAMS) {
-		(void)send_error(cl, HOSTPROF__ERROR__CODE__BUSY,
-				 "%d snapshots are being sent already; try again in a moment", MAX_STREAMS);
-		return;
-	}
 	/* built in a child process: the loop goes on draining meanwhile */
-	w = (struct snapshot_work){ .p = p, .window_ns = req->has_window_ns ? req->window_ns : 0 };
-	cl->snap_pid = p->info.pid;
-	r = snapjob_start(d, snapshot_work, &w, snapshot_done, cl, &cl->job);
+	cl->snap_req = (struct snapshot_req){ .p = t->p, .window_ns = sr->has_window_ns ? sr->window_ns : 0 };
+	cl->snap_pid = t->pid;
+	r = snapsvc_start(cl->ctl->deps.snapsvc, &cl->snap_req, snapshot_then, NULL, snapshot_done, cl, &cl->job);
 	if (r < 0) {
-		log_error_errno(r, "Failed to start a snapshot of pid %u: %m", req->pid);
+		log_error_errno(r, "Failed to start a snapshot of pid %u: %m", sr->pid);
 		(void)send_error(cl, HOSTPROF__ERROR__CODE__INTERNAL, "failed to start the snapshot: %s", strerror(-r));
 		return;
 	}
@@ -352,115 +408,110 @@ static void send_ack(struct client *cl, const char *fmt, ...)
 	(void)send_response(cl, &resp);
 }
 
-/* Thread patterns watch every user's processes: only root may change them. */
-static bool may_change_globs(struct client *cl, const char *glob)
+static int find_watch_target(struct client *cl, const Hostprof__Request *req, struct target *t)
 {
-	if (cl->cred.uid == 0)
-		return true;
-	(void)send_error(cl, HOSTPROF__ERROR__CODE__DENIED,
-			 "only root may change thread patterns (%s): they watch every user's processes", glob);
-	return false;
+	const Hostprof__WatchRequest *wr = req->watch;
+
+	if (wr->thread) {
+		*t = (struct target){ .kind = TARGET_ROOT_ONLY, .glob = wr->thread };
+		return 0;
+	}
+	if (!wr->has_pid || wr->pid == 0) {
+		(void)send_error(cl, HOSTPROF__ERROR__CODE__BAD_REQUEST, "watch needs a pid or a thread pattern");
+		return -EINVAL;
+	}
+	*t = (struct target){ .kind = TARGET_OWNED, .pid = wr->pid };
+	if (proc_read_info(wr->pid, &t->info) < 0) {
+		(void)send_error(cl, HOSTPROF__ERROR__CODE__NOT_FOUND, "no process with pid %u", wr->pid);
+		return -ENOENT;
+	}
+	t->uid = t->info.uid;
+	t->euid = t->info.euid;
+	return 0;
 }
 
-static void handle_watch(struct client *cl, const Hostprof__WatchRequest *req)
+static void handle_watch(struct client *cl, const Hostprof__Request *req, struct target *t)
 {
-	struct daemon *d = cl->ctl->d;
-	struct proc_info info;
+	const struct control_deps *deps = &cl->ctl->deps;
 	int r;
 
-	if (req->thread) {
-		if (!may_change_globs(cl, req->thread))
-			return;
-		r = daemon_add_glob(d, req->thread);
+	if (t->glob) {
+		r = watch_add_glob(deps->watch, t->glob);
 		if (r == -EINVAL || r == -E2BIG)
 			(void)send_error(cl, HOSTPROF__ERROR__CODE__BAD_REQUEST,
 					 r == -EINVAL ? "a thread pattern has 1 to 15 characters: '%s'"
 						      : "at most 8 thread patterns: '%s' is one too many",
-					 req->thread);
+					 t->glob);
 		else if (r < 0)
-			(void)send_error(cl, HOSTPROF__ERROR__CODE__INTERNAL, "failed to add '%s': %s", req->thread,
+			(void)send_error(cl, HOSTPROF__ERROR__CODE__INTERNAL, "failed to add '%s': %s", t->glob,
 					 strerror(-r));
 		else
-			send_ack(cl, "watching processes with a thread named %s (until the next reload)", req->thread);
+			send_ack(cl, "watching processes with a thread named %s (until the next reload)", t->glob);
 		return;
 	}
-	if (!req->has_pid || req->pid == 0) {
-		(void)send_error(cl, HOSTPROF__ERROR__CODE__BAD_REQUEST, "watch needs a pid or a thread pattern");
+	if (recorder_find_live(deps->recorder, t->pid)) {
+		send_ack(cl, "pid %u (%s) is watched already", t->pid, t->info.comm);
 		return;
 	}
-	r = proc_read_info(req->pid, &info);
-	if (r < 0) {
-		(void)send_error(cl, HOSTPROF__ERROR__CODE__NOT_FOUND, "no process with pid %u", req->pid);
-		return;
-	}
-	if (cl->cred.uid != 0 && (info.uid != cl->cred.uid || info.euid != cl->cred.uid)) {
-		(void)send_error(cl, HOSTPROF__ERROR__CODE__DENIED,
-				 "pid %u belongs to uid %u: only root or its owner may watch it", req->pid, info.uid);
-		return;
-	}
-	if (recorder_find_live(d->recorder, req->pid)) {
-		send_ack(cl, "pid %u (%s) is watched already", req->pid, info.comm);
-		return;
-	}
-	r = daemon_watch_pid(d, req->pid, HP_WATCH_PID);
+	r = watch_pid(deps->watch, t->pid, HP_WATCH_PID);
 	if (r < 0)
 		(void)send_error(cl, r == -ENOENT ? HOSTPROF__ERROR__CODE__NOT_FOUND : HOSTPROF__ERROR__CODE__INTERNAL,
-				 "failed to watch pid %u: %s", req->pid, strerror(-r));
+				 "failed to watch pid %u: %s", t->pid, strerror(-r));
 	else
-		send_ack(cl, "watching pid %u (%s)", req->pid, info.comm);
+		send_ack(cl, "watching pid %u (%s)", t->pid, t->info.comm);
 }
 
-static void handle_unwatch(struct client *cl, const Hostprof__UnwatchRequest *req)
+static int find_unwatch_target(struct client *cl, const Hostprof__Request *req, struct target *t)
 {
-	struct daemon *d = cl->ctl->d;
+	const Hostprof__UnwatchRequest *ur = req->unwatch;
 	struct proc_rec *p;
+
+	if (ur->thread) {
+		*t = (struct target){ .kind = TARGET_ROOT_ONLY, .glob = ur->thread };
+		return 0;
+	}
+	if (!ur->has_pid || ur->pid == 0) {
+		(void)send_error(cl, HOSTPROF__ERROR__CODE__BAD_REQUEST, "unwatch needs a pid or a thread pattern");
+		return -EINVAL;
+	}
+	p = recorder_find_live(cl->ctl->deps.recorder, ur->pid);
+	if (!p) {
+		(void)send_error(cl, HOSTPROF__ERROR__CODE__NOT_FOUND, "pid %u is not watched", ur->pid);
+		return -ENOENT;
+	}
+	*t = (struct target){ .kind = TARGET_OWNED, .uid = p->info.uid, .euid = p->info.euid, .pid = ur->pid, .p = p };
+	return 0;
+}
+
+static void handle_unwatch(struct client *cl, const Hostprof__Request *req, struct target *t)
+{
 	int r;
 
-	if (req->thread) {
-		if (!may_change_globs(cl, req->thread))
-			return;
-		r = daemon_remove_glob(d, req->thread);
+	if (t->glob) {
+		r = watch_remove_glob(cl->ctl->deps.watch, t->glob);
 		if (r == -ENOENT)
 			(void)send_error(cl, HOSTPROF__ERROR__CODE__NOT_FOUND, "'%s' is not a watched thread pattern",
-					 req->thread);
+					 t->glob);
 		else if (r < 0)
-			(void)send_error(cl, HOSTPROF__ERROR__CODE__INTERNAL, "failed to drop '%s': %s", req->thread,
+			(void)send_error(cl, HOSTPROF__ERROR__CODE__INTERNAL, "failed to drop '%s': %s", t->glob,
 					 strerror(-r));
 		else
-			send_ack(cl, "no longer watching new threads named %s (processes watched stay)", req->thread);
+			send_ack(cl, "no longer watching new threads named %s (processes watched stay)", t->glob);
 		return;
 	}
-	if (!req->has_pid || req->pid == 0) {
-		(void)send_error(cl, HOSTPROF__ERROR__CODE__BAD_REQUEST, "unwatch needs a pid or a thread pattern");
-		return;
-	}
-	p = recorder_find_live(d->recorder, req->pid);
-	if (!p) {
-		(void)send_error(cl, HOSTPROF__ERROR__CODE__NOT_FOUND, "pid %u is not watched", req->pid);
-		return;
-	}
-	if (!may_see(cl, p)) {
-		(void)send_error(cl, HOSTPROF__ERROR__CODE__DENIED,
-				 "pid %u belongs to uid %u: only root or its owner may unwatch it", req->pid, p->info.uid);
-		return;
-	}
-	recorder_stop(d->recorder, p, now_boottime_ns());
-	daemon_process_gone(d, p);
-	send_ack(cl, "stopped watching pid %u (%s); its history stays for the window", req->pid, p->info.comm);
+	watch_stop(cl->ctl->deps.watch, t->p);
+	send_ack(cl, "stopped watching pid %u (%s); its history stays for the window", t->pid, t->p->info.comm);
 }
 
-static bool may_see_entry(const struct client *cl, const struct snap_entry *e)
+static void handle_snapshots(struct client *cl, const Hostprof__Request *req, struct target *t)
 {
-	return cl->cred.uid == 0 || e->uid == cl->cred.uid;
-}
-
-static void handle_snapshots(struct client *cl)
-{
-	struct daemon *d = cl->ctl->d;
-	struct snapstore *st = daemon_snapstore(d);
+	struct snapstore *st = cl->ctl->deps.snapstore;
 	Hostprof__Response resp = HOSTPROF__RESPONSE__INIT;
 	Hostprof__SnapshotList list = HOSTPROF__SNAPSHOT_LIST__INIT;
-	size_t n = st ? snapstore_count(st) : 0, k = 0;
+	size_t n, k = 0;
+
+	(void)snapstore_ready(st); /* empty while the directory cannot be used */
+	n = snapstore_count(st);
 	_cleanup_free_ Hostprof__SnapshotEntry *v = calloc(MAX(n, (size_t)1), sizeof(*v));
 	_cleanup_free_ Hostprof__SnapshotEntry **pv = calloc(MAX(n, (size_t)1), sizeof(*pv));
 
@@ -489,32 +540,40 @@ static void handle_snapshots(struct client *cl)
 	}
 	list.entries = pv;
 	list.n_entries = k;
-	list.dir = st ? (char *)snapstore_dir(st) : (char *)d->settings.snapshot_dir;
+	list.dir = (char *)snapstore_dir(st);
 	resp.body_case = HOSTPROF__RESPONSE__BODY_SNAPSHOT_LIST;
 	resp.snapshot_list = &list;
 	(void)send_response(cl, &resp);
 }
 
-static void handle_fetch(struct client *cl, const Hostprof__FetchRequest *req)
+static int fetch_not_found(struct client *cl, const Hostprof__FetchRequest *fr)
 {
-	struct daemon *d = cl->ctl->d;
-	struct snapstore *st = daemon_snapstore(d);
-	const struct snap_entry *e = st ? snapstore_find(st, req->name) : NULL;
-	int r;
+	(void)send_error(cl, HOSTPROF__ERROR__CODE__NOT_FOUND,
+			 "no automatic snapshot '%.96s' that you may see: `hostprofctl snapshots` lists them", fr->name);
+	return -ENOENT;
+}
+
+static int find_fetch_target(struct client *cl, const Hostprof__Request *req, struct target *t)
+{
+	struct snapstore *st = cl->ctl->deps.snapstore;
+	const struct snap_entry *e;
 
 	/* only names from the index: a client never names a path */
-	if (!e || !may_see_entry(cl, e)) {
-		(void)send_error(cl, HOSTPROF__ERROR__CODE__NOT_FOUND,
-				 "no automatic snapshot '%.96s' that you may see: `hostprofctl snapshots` lists them",
-				 req->name);
+	e = snapstore_ready(st) >= 0 ? snapstore_find(st, req->fetch->name) : NULL;
+	if (!e)
+		return fetch_not_found(cl, req->fetch);
+	*t = (struct target){ .kind = TARGET_OWNED, .uid = e->uid, .euid = e->uid, .hide_denial = true, .e = e };
+	return 0;
+}
+
+static void handle_fetch(struct client *cl, const Hostprof__Request *req, struct target *t)
+{
+	const struct snap_entry *e = t->e;
+	int r;
+
+	if (!stream_slot(cl))
 		return;
-	}
-	if (cl->ctl->n_streams >= MAX_STREAMS) {
-		(void)send_error(cl, HOSTPROF__ERROR__CODE__BUSY,
-				 "%d snapshots are being sent already; try again in a moment", MAX_STREAMS);
-		return;
-	}
-	r = snapstore_read_hps(st, e, &cl->snap, &cl->snap_len);
+	r = snapstore_read_hps(cl->ctl->deps.snapstore, e, &cl->snap, &cl->snap_len);
 	if (r < 0) {
 		(void)send_error(cl, HOSTPROF__ERROR__CODE__INTERNAL, "failed to read %s: %s", e->name, strerror(-r));
 		return;
@@ -570,9 +629,51 @@ fail:
 	cl->ctl->n_streams--;
 }
 
+/*
+ * Every request: the target it acts on (found first: a missing one is answered as
+ * such), then who may (authorize), then the handler. `verb` words the refusal.
+ */
+static const struct request_rule {
+	Hostprof__Request__BodyCase body;
+	const char *verb;
+	int (*find_target)(struct client *cl, const Hostprof__Request *req, struct target *t); /* NULL: anyone's */
+	void (*handle)(struct client *cl, const Hostprof__Request *req, struct target *t);
+} request_rules[] = {
+	{ HOSTPROF__REQUEST__BODY_HELLO, "greet", NULL, handle_hello },
+	{ HOSTPROF__REQUEST__BODY_STATUS, "see", NULL, handle_status },
+	{ HOSTPROF__REQUEST__BODY_SNAPSHOT, "snapshot", find_snapshot_target, handle_snapshot },
+	{ HOSTPROF__REQUEST__BODY_WATCH, "watch", find_watch_target, handle_watch },
+	{ HOSTPROF__REQUEST__BODY_UNWATCH, "unwatch", find_unwatch_target, handle_unwatch },
+	{ HOSTPROF__REQUEST__BODY_SNAPSHOTS, "list", NULL, handle_snapshots },
+	{ HOSTPROF__REQUEST__BODY_FETCH, "fetch", find_fetch_target, handle_fetch },
+};
+
+/* The policy: true if the peer may act on t; else it was told why, and it is logged. */
+static bool authorize(struct client *cl, const struct request_rule *rule, const Hostprof__Request *req,
+		      const struct target *t)
+{
+	if (cl->cred.uid == 0 || t->kind == TARGET_NONE)
+		return true;
+	if (t->kind == TARGET_OWNED && peer_owns(&cl->cred, t->uid, t->euid))
+		return true;
+	log_notice("client pid %d uid %u: refused to %s %s", cl->cred.pid, cl->cred.uid, rule->verb,
+		   t->kind == TARGET_ROOT_ONLY ? "a thread pattern" : t->e ? "an automatic snapshot" : "a process");
+	if (t->kind == TARGET_ROOT_ONLY)
+		(void)send_error(cl, HOSTPROF__ERROR__CODE__DENIED,
+				 "only root may change thread patterns (%s): they watch every user's processes", t->glob);
+	else if (t->hide_denial)
+		(void)fetch_not_found(cl, req->fetch);
+	else
+		(void)send_error(cl, HOSTPROF__ERROR__CODE__DENIED,
+				 "pid %u belongs to uid %u: only root or its owner may %s it", t->pid, t->uid, rule->verb);
+	return false;
+}
+
 static void handle_request(struct client *cl, const uint8_t *data, size_t len)
 {
 	Hostprof__Request *req = hostprof__request__unpack(NULL, len, data);
+	const struct request_rule *rule = NULL;
+	struct target t = { .kind = TARGET_NONE };
 
 	if (!req) {
 		protocol_error(cl, "malformed request");
@@ -582,34 +683,17 @@ static void handle_request(struct client *cl, const uint8_t *data, size_t len)
 		protocol_error(cl, "the first message must be a hello");
 		goto out;
 	}
-	switch (req->body_case) {
-	case HOSTPROF__REQUEST__BODY_HELLO:
-		if (cl->hello)
-			protocol_error(cl, "a second hello");
-		else
-			handle_hello(cl, req->hello);
-		break;
-	case HOSTPROF__REQUEST__BODY_STATUS:
-		handle_status(cl);
-		break;
-	case HOSTPROF__REQUEST__BODY_SNAPSHOT:
-		handle_snapshot(cl, req->snapshot);
-		break;
-	case HOSTPROF__REQUEST__BODY_WATCH:
-		handle_watch(cl, req->watch);
-		break;
-	case HOSTPROF__REQUEST__BODY_UNWATCH:
-		handle_unwatch(cl, req->unwatch);
-		break;
-	case HOSTPROF__REQUEST__BODY_SNAPSHOTS:
-		handle_snapshots(cl);
-		break;
-	case HOSTPROF__REQUEST__BODY_FETCH:
-		handle_fetch(cl, req->fetch);
-		break;
-	default:
+	for (size_t i = 0; i < ARRAY_SIZE(request_rules); i++)
+		if (request_rules[i].body == req->body_case)
+			rule = &request_rules[i];
+	if (!rule) {
 		protocol_error(cl, "unknown request");
+		goto out;
 	}
+	if (rule->find_target && rule->find_target(cl, req, &t) < 0)
+		goto out;
+	if (authorize(cl, rule, req, &t))
+		rule->handle(cl, req, &t);
 out:
 	hostprof__request__free_unpacked(req, NULL);
 }
@@ -702,7 +786,7 @@ static int client_update_events(struct client *cl)
 	if (ev == cl->epoll_events)
 		return 0;
 	cl->epoll_events = ev;
-	return loop_mod(cl->ctl->d, &cl->io, ev);
+	return loop_mod(cl->ctl->deps.loop, &cl->io, ev);
 }
 
 static int on_client(struct io_source *src, uint32_t events)
@@ -774,7 +858,7 @@ static int on_accept(struct io_source *src, uint32_t events)
 			continue;
 		}
 		cl->epoll_events = EPOLLIN | EPOLLRDHUP;
-		if (loop_add(ctl->d, &cl->io, cl->epoll_events) < 0) {
+		if (loop_add(ctl->deps.loop, &cl->io, cl->epoll_events) < 0) {
 			close(fd);
 			free(cl);
 			continue;
@@ -909,17 +993,18 @@ static int listen_on_path(struct control *ctl, const struct settings *s)
 	return 0;
 }
 
-int control_new(struct daemon *d, struct control **ret)
+int control_new(const struct control_deps *deps, struct control **ret)
 {
 	struct control *ctl = calloc(1, sizeof(*ctl));
 	int n, r;
 
 	if (!ctl)
 		return log_error_errno(-ENOMEM, "Out of memory");
-	ctl->d = d;
+	ctl->deps = *deps;
+	ctl->start_ns = now_boottime_ns();
 	ctl->io.fd = -1;
 	ctl->io.dispatch = on_accept;
-	ctl->path = strdup(d->settings.socket);
+	ctl->path = strdup(deps->settings->socket);
 	if (!ctl->path) {
 		free(ctl);
 		return log_error_errno(-ENOMEM, "Out of memory");
@@ -937,19 +1022,26 @@ int control_new(struct daemon *d, struct control **ret)
 		(void)fcntl(ctl->io.fd, F_SETFD, FD_CLOEXEC);
 		log_info("listening on the socket systemd passed");
 	} else {
-		r = listen_on_path(ctl, &d->settings);
+		r = listen_on_path(ctl, deps->settings);
 		if (r < 0)
 			return r;
 	}
-	return loop_add(d, &ctl->io, EPOLLIN);
+	return loop_add(deps->loop, &ctl->io, EPOLLIN);
 }
 
 /* Once a second: a client that has output waiting and has read none of it for
  * STALL_NS is closed, so a client that never reads cannot hold a snapshot forever. */
 void control_tick(struct control *ctl, uint64_t now)
 {
+	uint64_t events;
+
 	if (!ctl)
 		return;
+	events = recorder_events(ctl->deps.recorder);
+	if (ctl->rate_ns && now > ctl->rate_ns)
+		ctl->events_per_sec = (double)(events - ctl->rate_events) * NSEC_PER_SEC / (now - ctl->rate_ns);
+	ctl->rate_ns = now;
+	ctl->rate_events = events;
 	for (struct client *cl = ctl->clients; cl; cl = cl->next) {
 		if (cl->dead)
 			continue;

@@ -1,173 +1,39 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * hostprofd: flags and config, start-up, reload, shutdown.
+ * hostprofd: flags and config, wiring the modules together, the tick and the signals,
+ * shutdown. What the modules are and how they depend on each other: docs/ARCHITECTURE.md.
  *
  * Exit status: 0 after SIGTERM/SIGINT, 2 for a configuration or kernel error at start
  * (systemd must not restart it in a loop), 1 for a failure while running.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "symbolize.h"
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
-#include "duration.h"
-#include "formats.h"
-#include "glob.h"
-#include "hps.h"
-#include "hostprofd.h"
+#include <bpf/libbpf.h>
+
+#include "capture.h"
+#include "control.h"
+#include "daemon.h"
 #include "log.h"
 #include "macro.h"
-#include "procfs.h"
-#include "snapjob.h"
-#include "snapshot.h"
+#include "recorder.h"
+#include "snapstore.h"
+#include "snapsvc.h"
+#include "symbolize.h"
+#include "trigger.h"
+#include "watch.h"
 
 #define EXIT_CONFIG 2
-
-size_t daemon_drops(struct daemon *d, struct drop_count *ret, size_t max)
-{
-	static const char *const causes[HP_STAT_MAX] = {
-		[HP_STAT_RING_FULL] = "ring_full",
-		[HP_STAT_MAP_FULL] = "map_full",
-		[HP_STAT_NO_RING] = "no_ring",
-		[HP_STAT_TASK_FULL] = "task_map_full",
-		[HP_STAT_HIST_FULL] = "histogram_map_full",
-		[HP_STAT_STACK_FAILED] = "stack_failed",
-		[HP_STAT_NESTED] = "nested",
-		[HP_STAT_WAIT_FULL] = "wait_map_full",
-	};
-	uint64_t stats[HP_STAT_MAX] = {};
-	size_t n = 0;
-
-	(void)capture_stats(d->capture, stats);
-	for (size_t i = 0; i < HP_STAT_MAX && n < max; i++)
-		if (causes[i])
-			ret[n++] = (struct drop_count){ causes[i], stats[i] };
-	if (n < max)
-		ret[n++] = (struct drop_count){ "bad_record", capture_bad_records(d->capture) };
-	return n;
-}
-
-struct hist_collect {
-	struct hist_entry *v;
-	size_t n, cap;
-	int err;
-};
-
-static void collect_hist(void *ud, const struct hp_hist_key *key, const struct hp_hist *h)
-{
-	struct hist_collect *hc = ud;
-
-	if (hc->n == hc->cap) {
-		size_t cap = hc->cap ? hc->cap * 2 : 64;
-		struct hist_entry *v = realloc(hc->v, cap * sizeof(*v));
-
-		if (!v) {
-			hc->err = -ENOMEM;
-			return;
-		}
-		hc->v = v;
-		hc->cap = cap;
-	}
-	hc->v[hc->n++] = (struct hist_entry){ .key = *key, .h = *h };
-}
-
-int daemon_histograms(struct daemon *d, const struct proc_rec *p, struct hist_entry **ret, size_t *ret_n)
-{
-	struct hist_collect hc = {};
-	int r;
-
-	if (p->hists_saved) {
-		hc.n = p->n_final_hists;
-		hc.v = malloc(MAX(hc.n, (size_t)1) * sizeof(*hc.v));
-		if (!hc.v)
-			return -ENOMEM;
-		if (hc.n)
-			memcpy(hc.v, p->final_hists, hc.n * sizeof(*hc.v));
-	} else {
-		r = capture_for_each_histogram(d->capture, p->info.pid, collect_hist, &hc);
-		if (r < 0 || hc.err < 0) {
-			free(hc.v);
-			return r < 0 ? r : hc.err;
-		}
-	}
-	*ret = hc.v;
-	*ret_n = hc.n;
-	return 0;
-}
-
-static int resolve_frame(void *ud, uint32_t pid, uint64_t addr, bool kernel, struct sym_result *ret)
-{
-	return symbolizer_resolve(ud, pid, addr, kernel, ret);
-}
-
-int daemon_build_snapshot(struct daemon *d, const struct proc_rec *p, uint64_t window_ns, uint64_t end_ns,
-			  const char *reason, Hostprof__Marker *const *markers, size_t n_markers, uint8_t **ret_data,
-			  size_t *ret_len, uint64_t *ret_events)
-{
-	struct drop_count drops[16];
-	struct snapshot_ctx ctx = {
-		.window_ns = window_ns,
-		.end_ns = end_ns,
-		.reason = reason,
-		.events_total = recorder_events(d->recorder),
-		.drops = drops,
-		.host = recorder_host(d->recorder),
-		.syscall_min_ns = d->settings.syscall_min_ns,
-		.offcpu_min_ns = d->settings.offcpu_min_ns,
-		.sample_hz = d->settings.sample_hz,
-		.interference = capture_interference(d->capture),
-		.irq_min_ns = d->settings.irq_min_ns,
-		.lock_min_ns = d->settings.lock_min_ns,
-		.markers = markers,
-		.n_markers = n_markers,
-	};
-	struct hist_entry *hists = NULL;
-	int r;
-
-	if (!d->in_snapjob)
-		(void)capture_drain(d->capture); /* include what is still in the rings */
-	ctx.n_drops = daemon_drops(d, drops, ARRAY_SIZE(drops));
-	r = daemon_histograms(d, p, &hists, &ctx.n_hists);
-	if (r < 0)
-		return r;
-	ctx.hists = hists;
-	if (d->symbolizer) {
-		if (!p->exit_ns && p->maps_dirty) {
-			(void)symbolizer_refresh_process(d->symbolizer, p->info.pid);
-			((struct proc_rec *)p)->maps_dirty = false;
-		}
-		ctx.resolve = resolve_frame;
-		ctx.resolve_ud = d->symbolizer;
-	}
-	r = snapshot_build(p, &ctx, ret_data, ret_len, ret_events);
-	free(hists);
-	return r;
-}
-
-static void on_record(void *ud, const struct hp_hdr *rec)
-{
-	struct daemon *d = ud;
-
-	recorder_append(d->recorder, rec);
-	triggers_on_record(d->triggers, d->recorder, rec);
-}
-
-struct snapstore *daemon_snapstore(struct daemon *d)
-{
-	int r;
-
-	if (d->snapstore)
-		return d->snapstore;
-	r = snapstore_open(d->settings.snapshot_dir, d->settings.max_snapshots, d->settings.max_snapshot_mb << 20,
-			   &d->snapstore);
-	if (r < 0)
-		log_error_errno(r, "Failed to use the snapshot directory %s: %m; automatic snapshots are lost until it works",
-				d->settings.snapshot_dir);
-	return d->snapstore;
-}
+#define TICK_NS (100 * NSEC_PER_MSEC)
+#define TICKS_PER_SEC 10
 
 static void recorder_limits_from(const struct settings *s, struct recorder_limits *ret)
 {
@@ -179,246 +45,233 @@ static void recorder_limits_from(const struct settings *s, struct recorder_limit
 	};
 }
 
-int daemon_watch_pid(struct daemon *d, uint32_t pid, uint32_t reason)
+int daemon_apply_settings(struct daemon *d)
 {
-	struct proc_rec *p;
+	const struct settings *s = &d->settings;
+	struct recorder_limits lim;
+	struct snapsvc_params params = {
+		.syscall_min_ns = s->syscall_min_ns,
+		.offcpu_min_ns = s->offcpu_min_ns,
+		.sample_hz = s->sample_hz,
+		.irq_min_ns = s->irq_min_ns,
+		.lock_min_ns = s->lock_min_ns,
+	};
+	unsigned missing;
+	bool any_cpu = false;
 	int r;
 
-	r = recorder_watch(d->recorder, pid, reason, 0, now_boottime_ns(), &p);
-	if (r < 0)
-		return r;
-	r = capture_watch(d->capture, pid, reason, 0);
-	if (r < 0)
-		return r;
-	log_info("watching pid %u (%s): %s", pid, p->info.comm, p->why);
-	return 0;
-}
-
-struct scan_ctx {
-	struct daemon *d;
-	uint32_t last_pid;
-};
-
-static int scan_thread(uint32_t pid, uint32_t tid, const char *comm, void *ud)
-{
-	struct scan_ctx *ctx = ud;
-	struct daemon *d = ctx->d;
-
-	if (pid == ctx->last_pid || recorder_find_live(d->recorder, pid))
-		return 0;
-	for (size_t i = 0; i < d->settings.n_watch_threads; i++) {
-		if (!thread_glob_match(d->settings.watch_threads[i], comm))
-			continue;
-		ctx->last_pid = pid;
-		if (daemon_watch_pid(d, pid, HP_WATCH_GLOB) < 0)
-			log_warning("pid %u went away while being added, ignoring", pid);
-		break;
-	}
-	return 0;
-}
-
-/* Processes that already have a thread of a watched name. New ones the kernel catches. */
-static int scan_proc(struct daemon *d)
-{
-	struct scan_ctx ctx = { .d = d };
-
-	if (!d->settings.n_watch_threads)
-		return 0;
-	return proc_for_each_thread(scan_thread, &ctx);
-}
-
-static int apply_watch_settings(struct daemon *d)
-{
-	int r;
-
-	r = capture_set_globs(d->capture, d->settings.watch_threads, d->settings.n_watch_threads);
-	if (r < 0)
-		return log_error_errno(r, "Failed to set thread patterns: %m");
-	capture_set_thresholds(d->capture, d->settings.syscall_min_ns, d->settings.offcpu_min_ns);
-	capture_set_interference(d->capture, d->settings.interference, d->settings.irq_min_ns,
-				 d->settings.lock_min_ns);
-	if (d->settings.interference & capture_interference_missing(d->capture)) {
+	recorder_limits_from(s, &lim);
+	recorder_set_limits(d->recorder, &lim);
+	snapsvc_set_params(d->snapsvc, &params);
+	capture_set_thresholds(d->capture, s->syscall_min_ns, s->offcpu_min_ns);
+	capture_set_interference(d->capture, s->interference, s->irq_min_ns, s->lock_min_ns);
+	missing = s->interference & capture_interference_missing(d->capture);
+	if (missing) {
 		char buf[64];
 
 		log_warning("This kernel lacks tracepoints for some of --interference: %s (not captured)",
-			    interference_text(d->settings.interference & capture_interference_missing(d->capture), buf,
-					      sizeof(buf)));
+			    interference_text(missing, buf, sizeof(buf)));
 	}
-	r = capture_set_cpus(d->capture, d->settings.cpus, ARRAY_SIZE(d->settings.cpus));
+	r = capture_set_cpus(d->capture, s->cpus, ARRAY_SIZE(s->cpus));
 	if (r < 0)
 		return log_error_errno(r, "Failed to set the CPU mask: %m");
-	{
-		bool any = false;
-
-		for (size_t i = 0; i < ARRAY_SIZE(d->settings.cpus); i++)
-			any |= d->settings.cpus[i] != 0;
-		r = recorder_enable_host(d->recorder, any);
-		if (r < 0)
-			return log_error_errno(r, "Failed to set up the host-wide recorder: %m");
-	}
-	r = capture_set_sampling(d->capture, d->settings.sample_hz);
+	for (size_t i = 0; i < ARRAY_SIZE(s->cpus); i++)
+		any_cpu |= s->cpus[i] != 0;
+	r = recorder_enable_host(d->recorder, any_cpu);
 	if (r < 0)
-		return log_error_errno(r, "Failed to start on-CPU sampling at %u Hz: %m", d->settings.sample_hz);
-	for (size_t i = 0; i < d->settings.n_pids; i++) {
-		uint32_t pid = d->settings.pids[i];
+		return log_error_errno(r, "Failed to set up the host-wide recorder: %m");
+	r = capture_set_sampling(d->capture, s->sample_hz);
+	if (r < 0)
+		return log_error_errno(r, "Failed to start on-CPU sampling at %u Hz: %m", s->sample_hz);
+	for (size_t i = 0; i < s->n_pids; i++) {
+		uint32_t pid = s->pids[i];
 
-		if (recorder_find_live(d->recorder, pid))
-			continue;
-		r = daemon_watch_pid(d, pid, HP_WATCH_PID);
+		r = watch_pid(d->watch, pid, HP_WATCH_PID);
 		if (r == -ENOENT)
 			return log_error_errno(r, "No process with pid %u (--pid): check the pid with `ps -p %u`", pid, pid);
 		if (r < 0)
 			return log_error_errno(r, "Failed to watch pid %u: %m", pid);
 	}
-	r = scan_proc(d);
+	r = watch_set_globs(d->watch, s->watch_threads, s->n_watch_threads);
 	if (r < 0)
-		return log_error_errno(r, "Failed to scan /proc: %m");
+		return log_error_errno(r, "Failed to set thread patterns: %m");
 	return 0;
 }
 
-int daemon_add_glob(struct daemon *d, const char *glob)
+static int on_capture(struct io_source *src, uint32_t events)
 {
-	struct settings *s = &d->settings;
-	char **v, *copy;
-	int r;
+	struct daemon *d = (struct daemon *)((char *)src - offsetof(struct daemon, capture_src));
+	int r = capture_drain(d->capture);
 
-	if (!thread_glob_valid(glob))
-		return -EINVAL;
-	for (size_t i = 0; i < s->n_watch_threads; i++)
-		if (!strcmp(s->watch_threads[i], glob))
-			return 0;
-	if (s->n_watch_threads >= HP_MAX_GLOBS)
-		return -E2BIG;
-	copy = strdup(glob);
-	if (!copy)
-		return -ENOMEM;
-	v = realloc(s->watch_threads, (s->n_watch_threads + 1) * sizeof(*v));
-	if (!v) {
-		free(copy);
-		return -ENOMEM;
-	}
-	s->watch_threads = v;
-	s->watch_threads[s->n_watch_threads++] = copy;
-	r = capture_set_globs(d->capture, s->watch_threads, s->n_watch_threads);
-	if (r < 0)
-		return r;
-	return scan_proc(d);
+	return r < 0 ? log_error_errno(r, "Failed to drain the ring buffers: %m") : 0;
 }
 
-int daemon_remove_glob(struct daemon *d, const char *glob)
+/* Every 100 ms: drain what did not reach wakeup_bytes, take due trigger snapshots;
+ * once a second: age the recorder, find exited processes, housekeeping. */
+static int on_timer(struct io_source *src, uint32_t events)
 {
-	struct settings *s = &d->settings;
-
-	for (size_t i = 0; i < s->n_watch_threads; i++) {
-		if (strcmp(s->watch_threads[i], glob))
-			continue;
-		free(s->watch_threads[i]);
-		memmove(&s->watch_threads[i], &s->watch_threads[i + 1],
-			(s->n_watch_threads - i - 1) * sizeof(*s->watch_threads));
-		s->n_watch_threads--;
-		return capture_set_globs(d->capture, s->watch_threads, s->n_watch_threads);
-	}
-	return -ENOENT;
-}
-
-/* SIGHUP: read the config again; flags still win. What needs a restart says so. */
-int daemon_reload(struct daemon *d)
-{
-	struct settings s;
-	struct recorder_limits lim;
+	struct daemon *d = (struct daemon *)((char *)src - offsetof(struct daemon, timer_src));
+	uint64_t expirations, now;
+	bool watching;
 	int r;
 
-	r = settings_load(d->argc, d->argv, &s);
-	if (r != 0) {
-		log_error("Reload failed: the configuration above has errors; keeping the running one");
-		return r < 0 ? r : -EINVAL;
-	}
-	if (strcmp(s.socket, d->settings.socket) || s.ring_kb != d->settings.ring_kb ||
-	    s.force_raw_tp != d->settings.force_raw_tp)
-		log_warning("socket, ring_kb and force_raw_tp change only with a restart, ignoring");
-	free(s.socket);
-	s.socket = TAKE_PTR(d->settings.socket);
-	s.ring_kb = d->settings.ring_kb;
-	s.force_raw_tp = d->settings.force_raw_tp;
-	settings_free(&d->settings);
-	d->settings = s;
-	recorder_limits_from(&d->settings, &lim);
-	recorder_set_limits(d->recorder, &lim);
-	r = triggers_configure(d->triggers, d->settings.triggers, d->settings.n_triggers);
+	if (read(src->fd, &expirations, sizeof(expirations)) < 0 && errno != EAGAIN)
+		return log_error_errno(-errno, "Failed to read the timer: %m");
+	r = capture_drain(d->capture);
 	if (r < 0)
-		log_error_errno(r, "Failed to set up the triggers: %m; keeping the old ones");
-	if (d->snapstore && strcmp(snapstore_dir(d->snapstore), d->settings.snapshot_dir)) {
-		snapstore_free(d->snapstore);
-		d->snapstore = NULL;
-	}
-	if (daemon_snapstore(d))
-		snapstore_set_limits(d->snapstore, d->settings.max_snapshots, d->settings.max_snapshot_mb << 20);
-	r = apply_watch_settings(d);
+		return log_error_errno(r, "Failed to drain the ring buffers: %m");
+	/* the syscall and interference hooks: only while something is watched */
+	watching = recorder_live_count(d->recorder) > 0;
+	r = capture_set_watching(d->capture, watching);
 	if (r < 0)
-		return r;
-	log_info("reloaded");
+		log_warning_errno(r, "Failed to %s the syscall hooks: %m, ignoring", watching ? "attach" : "detach");
+	now = now_boottime_ns();
+	triggers_tick(d->triggers, now);
+	/* --record: the duration is over, or the process is gone */
+	if (d->record_deadline && (now >= d->record_deadline || !watching))
+		loop_quit(d->loop);
+	if (d->watchdog_ticks && d->ticks % d->watchdog_ticks == 0)
+		(void)sd_notify(0, "WATCHDOG=1");
+	if (++d->ticks % TICKS_PER_SEC)
+		return 0;
+	watch_tick(d->watch, now);
+	control_tick(d->control, now);
 	return 0;
 }
 
-/* One-shot mode: capture for the duration (or until the process exits), write the
- * formats, exit. */
-static int record(struct daemon *d)
+static int on_signal(struct io_source *src, uint32_t events)
 {
-	uint32_t pid = d->settings.pids[0];
-	unsigned formats = d->settings.record_formats ? d->settings.record_formats
-						      : 1u << FMT_HPS | 1u << FMT_PERFETTO | 1u << FMT_REPORT;
-	Hostprof__Snapshot *snap = NULL;
-	struct formats_out out = {};
-	const struct proc_rec *p;
-	uint8_t *data = NULL;
-	uint64_t events = 0;
-	size_t len = 0;
-	char dur[32];
-	int r;
+	struct daemon *d = (struct daemon *)((char *)src - offsetof(struct daemon, signal_src));
+	struct signalfd_siginfo si;
 
-	d->record_deadline = now_boottime_ns() + d->settings.duration_ns;
-	log_info("recording pid %u for %s", pid, format_duration(d->settings.duration_ns, dur, sizeof(dur)));
-	r = loop_run(d);
-	if (r < 0)
-		return EXIT_FAILURE;
-	(void)capture_drain(d->capture);
-	p = recorder_find(d->recorder, pid);
-	if (!p)
-		return log_error("pid %u left no history", pid), EXIT_FAILURE;
-	r = daemon_build_snapshot(d, p, 0, 0, "record", NULL, 0, &data, &len, &events);
-	if (r >= 0)
-		r = hps_unpack(data, len, &snap);
-	if (r >= 0)
-		r = formats_write(snap, data, len, formats, d->settings.output, true, 0644, &out);
-	if (r < 0) {
-		log_error_errno(r, "Failed to write %s: %m", d->settings.output);
-		r = EXIT_FAILURE;
-	} else {
-		for (size_t i = 0; i < out.n; i++)
-			printf("%s\n", out.paths[i]);
-		log_info("pid %u: %llu events in %zu files", pid, (unsigned long long)events, out.n);
-		r = EXIT_SUCCESS;
+	while (read(src->fd, &si, sizeof(si)) == sizeof(si)) {
+		switch (si.ssi_signo) {
+		case SIGTERM:
+		case SIGINT:
+			log_info("signal %s: detaching and exiting", strsignal(si.ssi_signo));
+			loop_quit(d->loop);
+			break;
+		case SIGHUP:
+			log_info("SIGHUP: reloading %s", d->settings.config);
+			(void)daemon_reload(d);
+			break;
+		}
 	}
-	formats_out_free(&out);
-	hps_free(snap);
-	free(data);
-	return r;
+	return 0;
 }
 
-static int run(struct daemon *d)
+static void after_batch(void *ud)
+{
+	struct daemon *d = ud;
+
+	control_gc(d->control);
+}
+
+/* The daemon's own fds: signals, the tick, the rings. */
+static int setup_sources(struct daemon *d)
+{
+	struct itimerspec its = {
+		.it_interval = { .tv_nsec = TICK_NS },
+		.it_value = { .tv_nsec = TICK_NS },
+	};
+	uint64_t usec = 0;
+	sigset_t mask;
+	int r;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+		return -errno;
+	signal(SIGPIPE, SIG_IGN);
+	d->signal_src.fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (d->signal_src.fd < 0)
+		return -errno;
+	d->signal_src.dispatch = on_signal;
+	r = loop_add(d->loop, &d->signal_src, EPOLLIN);
+	if (r < 0)
+		return r;
+
+	/* systemd's watchdog: ping at half of WatchdogSec, from the loop, so a stuck loop is caught */
+	if (sd_watchdog_enabled(0, &usec) > 0 && usec)
+		d->watchdog_ticks = MAX(usec * NSEC_PER_USEC / 2 / TICK_NS, (uint64_t)1);
+	d->timer_src.fd = timerfd_create(CLOCK_BOOTTIME, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (d->timer_src.fd < 0)
+		return -errno;
+	if (timerfd_settime(d->timer_src.fd, 0, &its, NULL) < 0)
+		return -errno;
+	d->timer_src.dispatch = on_timer;
+	r = loop_add(d->loop, &d->timer_src, EPOLLIN);
+	if (r < 0)
+		return r;
+
+	d->capture_src.fd = capture_fd(d->capture);
+	d->capture_src.dispatch = on_capture;
+	loop_set_after_batch(d->loop, after_batch, d);
+	return loop_add(d->loop, &d->capture_src, EPOLLIN);
+}
+
+static void on_record(void *ud, const struct hp_hdr *rec)
+{
+	struct daemon *d = ud;
+
+	recorder_append(d->recorder, rec);
+	triggers_on_record(d->triggers, d->recorder, rec);
+}
+
+/* libbpf's and the verifier's messages go to the daemon's log, at their level. */
+static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	char buf[1024];
+	size_t n;
+
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	n = strlen(buf);
+	while (n && buf[n - 1] == '\n')
+		buf[--n] = 0;
+	if (!n)
+		return 0;
+	return log_internal(level == LIBBPF_WARN ? LOG_WARNING : level == LIBBPF_INFO ? LOG_INFO : LOG_DEBUG, 0,
+			    "libbpf: %s", buf);
+}
+
+static int load_capture(struct daemon *d)
 {
 	struct capture_opts copts = {
 		.ring_kb = d->settings.ring_kb,
 		.force_raw_tp = d->settings.force_raw_tp,
 	};
+	int r;
+
+	libbpf_set_print(libbpf_log);
+	r = capture_new(&copts, on_record, d, &d->capture);
+	if (r == -ENOTSUP)
+		return log_error("This kernel has no BTF (/sys/kernel/btf/vmlinux is missing): hostprofd needs a "
+				 "kernel built with CONFIG_DEBUG_INFO_BTF=y (5.8 or newer)"),
+		       r;
+	if (r == -EPERM || r == -EACCES)
+		return log_error_errno(r, "Failed to load the BPF programs: %m; hostprofd needs CAP_BPF and CAP_PERFMON "
+					  "(run it as root)");
+	if (r < 0)
+		return log_error_errno(r, "Failed to load the BPF programs: %m");
+	log_info("BPF programs attached (%s), %d CPUs, %u KiB ring each",
+		 capture_uses_raw_tp(d->capture) ? "raw_tp" : "tp_btf", capture_nr_cpus(d->capture),
+		 d->settings.ring_kb);
+	return 0;
+}
+
+/* Make the modules, each with what it works with. */
+static int make_modules(struct daemon *d)
+{
+	const struct settings *s = &d->settings;
 	struct recorder_limits lim;
 	int r;
 
-	if (geteuid() != 0) {
-		log_error("hostprofd must run as root: it loads BPF programs (CAP_BPF, CAP_PERFMON)");
-		return EXIT_CONFIG;
-	}
-	recorder_limits_from(&d->settings, &lim);
+	d->loop = loop_new();
+	if (!d->loop)
+		return log_error_errno(-errno, "Failed to create the event loop: %m"), EXIT_FAILURE;
+	recorder_limits_from(s, &lim);
 	d->recorder = recorder_new(&lim);
 	if (!d->recorder)
 		return log_error_errno(-ENOMEM, "Out of memory"), EXIT_FAILURE;
@@ -431,55 +284,81 @@ static int run(struct daemon *d)
 		/* load kallsyms now, once: snapshot jobs inherit it instead of reading it each */
 		(void)symbolizer_resolve(d->symbolizer, 0, 0xffffffff81000000ULL, true, &res);
 	}
-	d->triggers = triggers_new();
-	if (!d->triggers)
+	d->snapstore = snapstore_new(s->snapshot_dir, s->max_snapshots, s->max_snapshot_mb << 20);
+	if (!d->snapstore)
 		return log_error_errno(-ENOMEM, "Out of memory"), EXIT_FAILURE;
-	r = triggers_configure(d->triggers, d->settings.triggers, d->settings.n_triggers);
+	if (load_capture(d) < 0)
+		return EXIT_CONFIG;
+	d->watch = watch_new(d->capture, d->recorder, d->symbolizer);
+	d->snapsvc = snapsvc_new(d->loop, d->capture, d->recorder, d->symbolizer);
+	if (d->snapsvc)
+		d->triggers = triggers_new(d->recorder, d->snapsvc, d->snapstore);
+	if (!d->watch || !d->snapsvc || !d->triggers)
+		return log_error_errno(-ENOMEM, "Out of memory"), EXIT_FAILURE;
+	r = triggers_configure(d->triggers, s->triggers, s->n_triggers, s->snapshot_formats);
 	if (r < 0)
 		return log_error_errno(r, "Failed to set up the triggers: %m"), EXIT_CONFIG;
-	if (d->settings.n_triggers)
-		(void)daemon_snapstore(d);
+	if (s->n_triggers) {
+		r = snapstore_ready(d->snapstore);
+		if (r < 0)
+			log_error_errno(r, "Failed to use the snapshot directory %s: %m; automatic snapshots are lost "
+					   "until it works",
+					s->snapshot_dir);
+	}
+	return 0;
+}
 
-	r = capture_new(&copts, on_record, d, &d->capture);
-	if (r == -ENOTSUP) {
-		log_error("This kernel has no BTF (/sys/kernel/btf/vmlinux is missing): hostprofd needs a "
-			  "kernel built with CONFIG_DEBUG_INFO_BTF=y (5.8 or newer)");
-		return EXIT_CONFIG;
-	}
-	if (r == -EPERM || r == -EACCES) {
-		log_error_errno(r, "Failed to load the BPF programs: %m; hostprofd needs CAP_BPF and CAP_PERFMON "
-				   "(run it as root)");
-		return EXIT_CONFIG;
-	}
-	if (r < 0) {
-		log_error_errno(r, "Failed to load the BPF programs: %m");
-		return EXIT_CONFIG;
-	}
-	log_info("BPF programs attached (%s), %d CPUs, %u KiB ring each",
-		 capture_uses_raw_tp(d->capture) ? "raw_tp" : "tp_btf", capture_nr_cpus(d->capture),
-		 d->settings.ring_kb);
+static int run(struct daemon *d)
+{
+	struct control_deps deps;
+	int r;
 
-	if (apply_watch_settings(d) < 0)
+	if (geteuid() != 0) {
+		log_error("hostprofd must run as root: it loads BPF programs (CAP_BPF, CAP_PERFMON)");
 		return EXIT_CONFIG;
-	r = loop_setup(d);
+	}
+	r = make_modules(d);
+	if (r != 0)
+		return r;
+	if (daemon_apply_settings(d) < 0)
+		return EXIT_CONFIG;
+	r = setup_sources(d);
 	if (r < 0)
 		return log_error_errno(r, "Failed to set up the event loop: %m"), EXIT_FAILURE;
 	if (d->settings.record)
-		return record(d);
-	r = control_new(d, &d->control);
+		return daemon_record(d);
+	deps = (struct control_deps){
+		.loop = d->loop,
+		.recorder = d->recorder,
+		.watch = d->watch,
+		.snapsvc = d->snapsvc,
+		.snapstore = d->snapstore,
+		.triggers = d->triggers,
+		.settings = &d->settings,
+		.facts = {
+			.ncpus = capture_nr_cpus(d->capture),
+			.interference_missing = capture_interference_missing(d->capture),
+		},
+	};
+	r = control_new(&deps, &d->control);
 	if (r < 0)
 		return EXIT_CONFIG; /* control_new logged why */
 
 	(void)sd_notify(0, "READY=1\nSTATUS=capturing");
 	log_info("ready");
-	r = loop_run(d);
+	r = loop_run(d->loop);
 	(void)sd_notify(0, "STOPPING=1");
 	return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
 int main(int argc, char **argv)
 {
-	struct daemon d = { .argc = argc, .argv = argv, .epoll_fd = -1 };
+	struct daemon d = {
+		.argc = argc,
+		.argv = argv,
+		.signal_src.fd = -1,
+		.timer_src.fd = -1,
+	};
 	int r;
 
 	log_open("hostprofd");
@@ -497,18 +376,23 @@ int main(int argc, char **argv)
 		d.settings.n_watch_threads = 0;
 		d.settings.n_triggers = 0;
 	}
-	d.start_ns = now_boottime_ns();
 
 	r = run(&d);
 
 	control_free(d.control);
-	loop_teardown(&d);
+	snapjob_kill_all();
+	if (d.signal_src.fd >= 0)
+		close(d.signal_src.fd);
+	if (d.timer_src.fd >= 0)
+		close(d.timer_src.fd);
+	triggers_free(d.triggers);
+	snapsvc_free(d.snapsvc);
+	watch_free(d.watch);
 	capture_free(d.capture); /* detaches every program */
 	recorder_free(d.recorder);
 	symbolizer_free(d.symbolizer);
-	snapjob_kill_all();
-	triggers_free(d.triggers);
 	snapstore_free(d.snapstore);
+	loop_free(d.loop);
 	settings_free(&d.settings);
 	return r;
 }

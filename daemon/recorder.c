@@ -610,3 +610,14 @@ size_t recorder_live_count(const struct recorder *rec)
 {
 	return rec->live.n;
 }
+
+void recorder_for_each_record(const struct proc_rec *p, void (*fn)(void *ud, const struct hp_hdr *h), void *ud)
+{
+	for (const struct chunk *c = p->head; c; c = c->next)
+		for (uint32_t off = 0; off < c->used;) {
+			const struct hp_hdr *h = (const void *)(c->data + off);
+
+			off += h->size;
+			fn(ud, h);
+		}
+}

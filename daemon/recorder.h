@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "counts.h"
 #include "hostprof.h"
 #include "procfs.h"
 
@@ -22,11 +23,6 @@ struct chunk {
 	uint32_t used;
 	uint32_t nrec; /* records in it; data[] 8-byte aligned (record sizes are multiples of 8) */
 	uint8_t data[] __attribute__((aligned(8)));
-};
-
-struct hist_entry {
-	struct hp_hist_key key;
-	struct hp_hist h;
 };
 
 struct task_name {
@@ -103,6 +99,9 @@ int recorder_enable_host(struct recorder *rec, bool on);
 const struct proc_rec *recorder_host(const struct recorder *rec);
 /* Processes alive and watched. */
 size_t recorder_live_count(const struct recorder *rec);
+
+/* Every record p holds, chunk by chunk (not in time order: shards arrive unordered). */
+void recorder_for_each_record(const struct proc_rec *p, void (*fn)(void *ud, const struct hp_hdr *h), void *ud);
 
 /* Thread name of tid within p, or NULL. */
 const char *proc_rec_thread_name(const struct proc_rec *p, uint32_t tid);

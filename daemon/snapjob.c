@@ -4,8 +4,8 @@
  * a second for a busy process) runs in a forked child, so the daemon's loop goes on
  * draining the ring buffers meanwhile and nothing is dropped for it.
  *
- * The child sees the recorder as it was at the fork (copy-on-write: the parent keeps
- * appending to its own pages), runs the job's work function, writes
+ * The child sees the daemon's memory as it was at the fork (copy-on-write: the parent
+ * keeps appending to its own pages), runs the job's work function, writes
  * [int32 status][uint64 length][bytes...] into a pipe and exits. The length, not the
  * child's exit status, says the bytes are complete (a child under valgrind exits 99 for
  * the memory it never freed before _exit). The parent reads the pipe from its
@@ -22,14 +22,14 @@
 #include <unistd.h>
 
 #include "framing.h"
-#include "hostprofd.h"
 #include "log.h"
+#include "loop.h"
 #include "macro.h"
 #include "snapjob.h"
 
 struct snapjob {
 	struct io_source io;
-	struct daemon *d;
+	struct loop *loop;
 	pid_t pid;
 	struct hp_buf buf;
 	snapjob_done_fn done;
@@ -70,7 +70,7 @@ static void job_free(struct snapjob *j)
 {
 	unlink_job(j);
 	if (j->io.fd >= 0) {
-		loop_del(j->d, &j->io);
+		loop_del(j->loop, &j->io);
 		close(j->io.fd);
 	}
 	if (j->pid > 0) {
@@ -151,7 +151,7 @@ static int on_pipe(struct io_source *src, uint32_t events)
 	return 0;
 }
 
-int snapjob_start(struct daemon *d, snapjob_work_fn work, void *arg, snapjob_done_fn done, void *ud,
+int snapjob_start(struct loop *loop, snapjob_work_fn work, void *arg, snapjob_done_fn done, void *ud,
 		  struct snapjob **ret)
 {
 	struct snapjob *j;
@@ -166,7 +166,6 @@ int snapjob_start(struct daemon *d, snapjob_work_fn work, void *arg, snapjob_don
 		free(j);
 		return negative_errno();
 	}
-	(void)capture_drain(d->capture); /* the child sees everything up to now */
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0) {
@@ -180,13 +179,12 @@ int snapjob_start(struct daemon *d, snapjob_work_fn work, void *arg, snapjob_don
 		struct hp_buf out = {};
 		int32_t status;
 
-		/* the child: compute, write, exit; it never touches the kernel side */
+		/* the child: compute, write, exit */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		prctl(PR_SET_NAME, "hostprofd-snap");
 		close(fds[0]);
-		d->in_snapjob = true;
 		signal(SIGPIPE, SIG_IGN);
-		status = work(d, arg, &out);
+		status = work(arg, &out);
 		write_all_blocking(fds[1], &status, sizeof(status));
 		if (status >= 0) {
 			uint64_t len = hp_buf_pending(&out);
@@ -198,13 +196,13 @@ int snapjob_start(struct daemon *d, snapjob_work_fn work, void *arg, snapjob_don
 	}
 	close(fds[1]);
 	(void)fcntl(fds[0], F_SETFL, O_NONBLOCK);
-	j->d = d;
+	j->loop = loop;
 	j->pid = pid;
 	j->done = done;
 	j->ud = ud;
 	j->io.fd = fds[0];
 	j->io.dispatch = on_pipe;
-	r = loop_add(d, &j->io, EPOLLIN);
+	r = loop_add(loop, &j->io, EPOLLIN);
 	if (r < 0) {
 		close(j->io.fd);
 		j->io.fd = -1;

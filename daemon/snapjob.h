@@ -6,16 +6,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct daemon;
+struct loop;
 struct hp_buf;
 struct snapjob;
 
 /* Runs in the child: fills out, returns >= 0 or -errno. */
-typedef int (*snapjob_work_fn)(struct daemon *d, void *arg, struct hp_buf *out);
+typedef int (*snapjob_work_fn)(void *arg, struct hp_buf *out);
 /* Runs in the parent's loop: status of the work, and its bytes (malloc'ed, owned by the callee). */
 typedef void (*snapjob_done_fn)(void *ud, int status, uint8_t *data, size_t len);
 
-int snapjob_start(struct daemon *d, snapjob_work_fn work, void *arg, snapjob_done_fn done, void *ud,
+/* Whoever starts a job drains what it wants the child to see first: the fork is a copy. */
+int snapjob_start(struct loop *loop, snapjob_work_fn work, void *arg, snapjob_done_fn done, void *ud,
 		  struct snapjob **ret);
 /* done will not be called (the client went away); the child finishes on its own. */
 void snapjob_cancel(struct snapjob *j);

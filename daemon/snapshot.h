@@ -5,14 +5,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "counts.h"
 #include "recorder.h"
 #include "snapshot.pb-c.h"
 #include "symbolize.h"
-
-struct drop_count {
-	const char *cause;
-	uint64_t count;
-};
 
 /* What a snapshot needs besides the process's recorder. */
 struct snapshot_ctx {

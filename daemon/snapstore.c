@@ -27,6 +27,7 @@ struct snapstore {
 	struct snap_entry *v;
 	size_t n, cap;
 	uint64_t max_count, max_bytes;
+	bool ready; /* the directory exists and is indexed */
 };
 
 static const char *const known_exts[] = { ".hps",  ".pftrace",	 ".json",	 ".oncpu.folded", ".offcpu.folded",
@@ -160,28 +161,54 @@ static int mkdir_p(const char *path, mode_t mode)
 	return 0;
 }
 
-int snapstore_open(const char *dir, uint64_t max_count, uint64_t max_bytes, struct snapstore **ret)
+struct snapstore *snapstore_new(const char *dir, uint64_t max_count, uint64_t max_bytes)
 {
 	struct snapstore *st = calloc(1, sizeof(*st));
-	int r;
 
 	if (!st)
-		return -ENOMEM;
+		return NULL;
 	st->dir = strdup(dir);
 	st->max_count = max_count;
 	st->max_bytes = max_bytes;
 	if (!st->dir) {
-		snapstore_free(st);
-		return -ENOMEM;
+		free(st);
+		errno = ENOMEM;
+		return NULL;
 	}
-	r = mkdir_p(dir, 0700);
+	return st;
+}
+
+int snapstore_ready(struct snapstore *st)
+{
+	int r;
+
+	if (st->ready)
+		return 0;
+	st->n = 0;
+	r = mkdir_p(st->dir, 0700);
 	if (r >= 0)
 		r = scan(st);
 	if (r < 0) {
-		snapstore_free(st);
+		st->n = 0;
 		return r;
 	}
-	*ret = st;
+	st->ready = true;
+	return 0;
+}
+
+int snapstore_reconfigure(struct snapstore *st, const char *dir, uint64_t max_count, uint64_t max_bytes)
+{
+	if (strcmp(dir, st->dir)) {
+		char *copy = strdup(dir);
+
+		if (!copy)
+			return -ENOMEM;
+		free(st->dir);
+		st->dir = copy;
+		st->n = 0;
+		st->ready = false;
+	}
+	snapstore_set_limits(st, max_count, max_bytes);
 	return 0;
 }
 

@@ -3,6 +3,7 @@
 #ifndef HOSTPROF_SNAPSTORE_H
 #define HOSTPROF_SNAPSTORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,9 +22,14 @@ struct snap_entry {
 
 struct snapstore;
 
-/* Creates the directory (0700) if needed and indexes what is there. */
-int snapstore_open(const char *dir, uint64_t max_count, uint64_t max_bytes, struct snapstore **ret);
+/* The store of dir; nothing is read until snapstore_ready(). NULL + errno. */
+struct snapstore *snapstore_new(const char *dir, uint64_t max_count, uint64_t max_bytes);
 void snapstore_free(struct snapstore *st);
+/* Creates the directory (0700) if needed and indexes what is there, once; a failure is
+ * tried again at the next call. Until it succeeds the store is empty. */
+int snapstore_ready(struct snapstore *st);
+/* Reload: another directory is indexed anew at the next snapstore_ready(). */
+int snapstore_reconfigure(struct snapstore *st, const char *dir, uint64_t max_count, uint64_t max_bytes);
 void snapstore_set_limits(struct snapstore *st, uint64_t max_count, uint64_t max_bytes);
 const char *snapstore_dir(const struct snapstore *st);
 

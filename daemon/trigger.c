@@ -20,12 +20,11 @@
 #include "formats.h"
 #include "glob.h"
 #include "hps.h"
-#include "hostprofd.h"
 #include "log.h"
 #include "macro.h"
 #include "framing.h"
-#include "snapjob.h"
 #include "snapstore.h"
+#include "snapsvc.h"
 #include "syscall_names.h"
 #include "trigger.h"
 
@@ -66,6 +65,10 @@ struct pending {
 };
 
 struct triggers {
+	struct recorder *recorder;
+	struct snapsvc *snapsvc;
+	struct snapstore *snapstore;
+	unsigned formats; /* FMT_* of the files each snapshot gets */
 	struct trig t[HOSTPROF_MAX_TRIGGERS];
 	size_t n;
 	struct pending pending[MAX_PENDING];
@@ -73,9 +76,16 @@ struct triggers {
 	uint64_t dropped; /* fired while MAX_PENDING were waiting */
 };
 
-struct triggers *triggers_new(void)
+struct triggers *triggers_new(struct recorder *rec, struct snapsvc *svc, struct snapstore *st)
 {
-	return calloc(1, sizeof(struct triggers));
+	struct triggers *ts = calloc(1, sizeof(struct triggers));
+
+	if (!ts)
+		return NULL;
+	ts->recorder = rec;
+	ts->snapsvc = svc;
+	ts->snapstore = st;
+	return ts;
 }
 
 void triggers_free(struct triggers *ts)
@@ -83,9 +93,14 @@ void triggers_free(struct triggers *ts)
 	free(ts);
 }
 
-int triggers_configure(struct triggers *ts, const struct trigger_def *defs, size_t n)
+int triggers_configure(struct triggers *ts, const struct trigger_def *defs, size_t n, unsigned formats)
 {
-	struct triggers fresh = {};
+	struct triggers fresh = {
+		.recorder = ts->recorder,
+		.snapsvc = ts->snapsvc,
+		.snapstore = ts->snapstore,
+		.formats = formats,
+	};
 	int r;
 
 	if (n > HOSTPROF_MAX_TRIGGERS)
@@ -176,21 +191,29 @@ static void fire(struct triggers *ts, size_t ti, const struct proc_rec *p, uint3
 	log_notice("trigger %s fired for pid %u (%s): %s", t->def.name, p->info.pid, p->info.comm, pd->detail);
 }
 
+struct last_out {
+	uint32_t tid;
+	uint64_t ts;
+	const struct hp_switch *best;
+};
+
+static void note_switch_out(void *ud, const struct hp_hdr *h)
+{
+	struct last_out *lo = ud;
+	const struct hp_switch *e = (const void *)h;
+
+	if (h->type == HP_EV_SWITCH && e->prev_tid == lo->tid && h->ts <= lo->ts &&
+	    (!lo->best || h->ts > lo->best->hdr.ts))
+		lo->best = e;
+}
+
 /* The switch that put tid off the CPU last before ts: who took it. */
 static const struct hp_switch *last_switch_out(const struct proc_rec *p, uint32_t tid, uint64_t ts)
 {
-	const struct hp_switch *best = NULL;
+	struct last_out lo = { .tid = tid, .ts = ts };
 
-	for (const struct chunk *c = p->head; c; c = c->next)
-		for (uint32_t off = 0; off < c->used;) {
-			const struct hp_hdr *h = (const void *)(c->data + off);
-			const struct hp_switch *e = (const void *)h;
-
-			off += h->size;
-			if (h->type == HP_EV_SWITCH && e->prev_tid == tid && h->ts <= ts && (!best || h->ts > best->hdr.ts))
-				best = e;
-		}
-	return best;
+	recorder_for_each_record(p, note_switch_out, &lo);
+	return lo.best;
 }
 
 static bool name_matches(const struct trig *t, const struct proc_rec *p, uint32_t tid)
@@ -349,37 +372,27 @@ static void verdict(const Hostprof__Snapshot *snap, char *buf, size_t len)
 
 /* A trigger's snapshot being taken in a snapshot job. */
 struct take {
-	struct daemon *d;
+	struct triggers *ts;
 	struct trigger_def def;
 	struct pending pd;
 	uint32_t uid;
 	char comm[HP_COMM_LEN];
-	const struct proc_rec *p;
+	Hostprof__Marker marker, *markers[1];
+	struct snapshot_req req;
 };
 
-/* In the child: build, write the files, hand back "name\0summary". */
-static int take_work(struct daemon *d, void *arg, struct hp_buf *out)
+/* In the child: write the files, hand back "name\0summary". */
+static int take_then(void *arg, const uint8_t *data, size_t len, uint64_t events, struct hp_buf *out)
 {
 	struct take *tk = arg;
-	Hostprof__Marker marker = HOSTPROF__MARKER__INIT, *markers[1] = { &marker };
 	Hostprof__Snapshot *snap = NULL;
 	char summary[256] = "", name[96];
-	uint8_t *data = NULL;
-	size_t len = 0;
 	int r;
 
-	marker.has_ts = marker.has_tid = true;
-	marker.ts = tk->pd.fire_ns;
-	marker.tid = tk->pd.tid;
-	marker.name = tk->def.name;
-	marker.detail = tk->pd.detail;
-	r = daemon_build_snapshot(d, tk->p, tk->def.before_ns + tk->def.after_ns, tk->pd.due_ns, tk->def.name, markers,
-				  1, &data, &len, NULL);
-	if (r >= 0)
-		r = hps_unpack(data, len, &snap);
+	r = hps_unpack(data, len, &snap);
 	if (r >= 0) {
 		verdict(snap, summary, sizeof(summary));
-		r = snapstore_write(d->snapstore, snap, data, len, d->settings.snapshot_formats, tk->pd.pid, tk->def.name,
+		r = snapstore_write(tk->ts->snapstore, snap, data, len, tk->ts->formats, tk->pd.pid, tk->def.name,
 				    tk->pd.realtime_ns, name);
 	}
 	if (r >= 0)
@@ -387,7 +400,6 @@ static int take_work(struct daemon *d, void *arg, struct hp_buf *out)
 	if (r >= 0)
 		r = hp_buf_append(out, summary, strlen(summary) + 1);
 	hps_free(snap);
-	free(data);
 	return r;
 }
 
@@ -395,6 +407,7 @@ static int take_work(struct daemon *d, void *arg, struct hp_buf *out)
 static void take_done(void *ud, int status, uint8_t *data, size_t len)
 {
 	struct take *tk = ud;
+	struct snapstore *st = tk->ts->snapstore;
 	const struct snap_entry *entry = NULL;
 	const char *name = (const char *)data, *summary;
 	char path[PATH_MAX];
@@ -403,16 +416,16 @@ static void take_done(void *ud, int status, uint8_t *data, size_t len)
 		/* a full or unwritable disk: said, nothing partial left, capture goes on */
 		log_error_errno(status < 0 ? status : -EIO,
 				"trigger %s: failed to write the snapshot of pid %u to %s: %m; capture goes on",
-				tk->def.name, tk->pd.pid, snapstore_dir(tk->d->snapstore));
+				tk->def.name, tk->pd.pid, snapstore_dir(st));
 		goto out;
 	}
 	summary = name + strlen(name) + 1;
 	if ((const uint8_t *)summary >= data + len || !memchr(summary, 0, data + len - (const uint8_t *)summary))
 		summary = "";
-	status = snapstore_add(tk->d->snapstore, name, tk->uid, summary, &entry);
+	status = snapstore_add(st, name, tk->uid, summary, &entry);
 	if (status < 0)
 		log_warning_errno(status, "trigger %s: failed to index %s: %m, ignoring", tk->def.name, name);
-	snprintf(path, sizeof(path), "%s/%s.hps", snapstore_dir(tk->d->snapstore), name);
+	snprintf(path, sizeof(path), "%s/%s.hps", snapstore_dir(st), name);
 	log_notice("automatic snapshot %s: %s", path, summary);
 	(void)sd_journal_send("MESSAGE=hostprof: trigger %s on pid %u (%s): %s", tk->def.name, tk->pd.pid, tk->comm,
 			      tk->pd.detail, "MESSAGE_ID=" TRIGGER_MESSAGE_ID, "PRIORITY=%i", LOG_WARNING,
@@ -426,10 +439,10 @@ out:
 	free(tk);
 }
 
-static void take(struct daemon *d, struct triggers *ts, const struct pending *pd)
+static void take(struct triggers *ts, const struct pending *pd)
 {
 	const struct trig *t = &ts->t[pd->trig];
-	struct proc_rec *p = recorder_find(d->recorder, pd->pid);
+	struct proc_rec *p = recorder_find(ts->recorder, pd->pid);
 	struct take *tk;
 	int r;
 
@@ -437,24 +450,41 @@ static void take(struct daemon *d, struct triggers *ts, const struct pending *pd
 		log_warning("trigger %s: pid %u is gone and its history with it, no snapshot", t->def.name, pd->pid);
 		return;
 	}
-	if (!daemon_snapstore(d)) {
-		log_error("trigger %s: no snapshot directory, the snapshot of pid %u is lost", t->def.name, pd->pid);
+	r = snapstore_ready(ts->snapstore);
+	if (r < 0) {
+		log_error_errno(r, "trigger %s: cannot use the snapshot directory %s (%m), the snapshot of pid %u is lost",
+				t->def.name, snapstore_dir(ts->snapstore), pd->pid);
 		return;
 	}
 	tk = calloc(1, sizeof(*tk));
 	if (!tk)
 		return;
-	*tk = (struct take){ .d = d, .def = t->def, .pd = *pd, .uid = p->info.uid, .p = p };
+	*tk = (struct take){ .ts = ts, .def = t->def, .pd = *pd, .uid = p->info.uid };
 	memcpy(tk->comm, p->info.comm, sizeof(tk->comm));
+	hostprof__marker__init(&tk->marker);
+	tk->marker.has_ts = tk->marker.has_tid = true;
+	tk->marker.ts = tk->pd.fire_ns;
+	tk->marker.tid = tk->pd.tid;
+	tk->marker.name = tk->def.name;
+	tk->marker.detail = tk->pd.detail;
+	tk->markers[0] = &tk->marker;
+	tk->req = (struct snapshot_req){
+		.p = p,
+		.window_ns = tk->def.before_ns + tk->def.after_ns,
+		.end_ns = tk->pd.due_ns,
+		.reason = tk->def.name,
+		.markers = tk->markers,
+		.n_markers = 1,
+	};
 	/* built and written in a child: the loop goes on draining meanwhile */
-	r = snapjob_start(d, take_work, tk, take_done, tk, NULL);
+	r = snapsvc_start(ts->snapsvc, &tk->req, take_then, tk, take_done, tk, NULL);
 	if (r < 0) {
 		log_error_errno(r, "trigger %s: failed to start the snapshot of pid %u: %m", t->def.name, pd->pid);
 		free(tk);
 	}
 }
 
-void triggers_tick(struct triggers *ts, struct daemon *d, uint64_t now)
+void triggers_tick(struct triggers *ts, uint64_t now)
 {
 	size_t keep = 0;
 
@@ -463,17 +493,26 @@ void triggers_tick(struct triggers *ts, struct daemon *d, uint64_t now)
 			ts->pending[keep++] = ts->pending[i];
 			continue;
 		}
-		take(d, ts, &ts->pending[i]);
+		take(ts, &ts->pending[i]);
 	}
 	ts->n_pending = keep;
 }
 
-void triggers_stats(const struct triggers *ts, uint64_t *ret_fired, uint64_t *ret_suppressed, uint64_t *ret_dropped)
+size_t triggers_count(const struct triggers *ts)
 {
-	*ret_fired = *ret_suppressed = 0;
-	for (size_t i = 0; i < ts->n; i++) {
-		*ret_fired += ts->t[i].fired;
-		*ret_suppressed += ts->t[i].suppressed;
-	}
-	*ret_dropped = ts->dropped;
+	return ts->n;
+}
+
+void triggers_stat(const struct triggers *ts, size_t i, struct trigger_stat *ret)
+{
+	*ret = (struct trigger_stat){
+		.def = &ts->t[i].def,
+		.fired = ts->t[i].fired,
+		.suppressed = ts->t[i].suppressed,
+	};
+}
+
+uint64_t triggers_dropped(const struct triggers *ts)
+{
+	return ts->dropped;
 }

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The snapshot service: everything a snapshot takes, in one place. In the loop it drains
+ * the rings once and collects what lives in the kernel (syscall histograms, drops); a
+ * forked job (snapjob.c) then symbolizes and builds the .hps from the recorder as it was
+ * at the fork, and runs the caller's next step on it, so the loop keeps draining.
+ */
+#ifndef HOSTPROF_SNAPSVC_H
+#define HOSTPROF_SNAPSVC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "counts.h"
+#include "recorder.h"
+#include "snapjob.h"
+#include "snapshot.pb-c.h"
+
+struct capture;
+struct hp_buf;
+struct loop;
+struct symbolizer;
+struct snapsvc;
+
+/* The settings a snapshot records (what was captured, at which thresholds). */
+struct snapsvc_params {
+	uint64_t syscall_min_ns, offcpu_min_ns;
+	uint32_t sample_hz;
+	uint64_t irq_min_ns, lock_min_ns;
+};
+
+struct snapshot_req {
+	const struct proc_rec *p;
+	uint64_t window_ns; /* 0: all the history kept */
+	uint64_t end_ns;    /* 0: now, or when the process exited */
+	const char *reason; /* NULL: "request" */
+	Hostprof__Marker *const *markers;
+	size_t n_markers;
+};
+
+/* In the job's child: what to do with the snapshot built (write files, frame it for a
+ * client); whatever goes into out comes back to the done function. */
+typedef int (*snapsvc_then_fn)(void *arg, const uint8_t *hps, size_t len, uint64_t events, struct hp_buf *out);
+
+/* symbolizer may be NULL (frames stay addresses). NULL + errno. */
+struct snapsvc *snapsvc_new(struct loop *l, struct capture *c, struct recorder *rec, struct symbolizer *sym);
+void snapsvc_free(struct snapsvc *svc);
+void snapsvc_set_params(struct snapsvc *svc, const struct snapsvc_params *params);
+
+/* Bring the recorder up to date with the rings (a process that just appeared). */
+void snapsvc_catch_up(struct snapsvc *svc);
+/* Drops by cause, as snapshots carry them. */
+size_t snapsvc_drops(const struct snapsvc *svc, struct drop_count ret[HP_DROP_CAUSES]);
+
+/* Build req's snapshot in a job, then `then` in the child, then done in the loop. The
+ * req (and its markers) must stay valid until done is called. */
+int snapsvc_start(struct snapsvc *svc, const struct snapshot_req *req, snapsvc_then_fn then, void *arg,
+		  snapjob_done_fn done, void *ud, struct snapjob **ret);
+/* Build it here and now, for a caller outside the loop (--record). */
+int snapsvc_build(struct snapsvc *svc, const struct snapshot_req *req, uint8_t **ret_data, size_t *ret_len,
+		  uint64_t *ret_events);
+
+#endif

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The watched set: which processes are watched (by pid, by a thread-name pattern, as a
+ * watched process's child), in the recorder and in the kernel at once, and the live
+ * thread-name patterns. A process that exits or is unwatched keeps its syscall
+ * histograms with its history; its frames stay resolvable until the history is gone.
+ */
+#ifndef HOSTPROF_WATCH_H
+#define HOSTPROF_WATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "recorder.h"
+
+struct capture;
+struct symbolizer;
+struct watch;
+
+/* symbolizer may be NULL (stacks stay addresses). NULL + errno. */
+struct watch *watch_new(struct capture *c, struct recorder *rec, struct symbolizer *sym);
+void watch_free(struct watch *w);
+
+/* Start watching pid (reason HP_WATCH_*): -ENOENT if there is no such process. A pid
+ * watched already is left as it is (0). */
+int watch_pid(struct watch *w, uint32_t pid, uint32_t reason);
+/* Stop watching a live process by request; its history stays for the window. */
+void watch_stop(struct watch *w, struct proc_rec *p);
+
+/* The thread-name patterns, replaced whole (start, reload): processes that have such a
+ * thread now are watched at once, new ones as the kernel sees them. */
+int watch_set_globs(struct watch *w, char *const *globs, size_t n);
+/* One more or one less at run time (until the next reload). -EINVAL: not a valid
+ * pattern; -E2BIG: HP_MAX_GLOBS already; -ENOENT (remove): not one of them. */
+int watch_add_glob(struct watch *w, const char *glob);
+int watch_remove_glob(struct watch *w, const char *glob);
+char *const *watch_globs(const struct watch *w, size_t *ret_n);
+
+/* Once a second: age the recorder, find processes that are gone, note the mappings of
+ * processes that mapped code. */
+void watch_tick(struct watch *w, uint64_t now);
+
+#endif
