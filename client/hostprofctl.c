@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "duration.h"
+#include "escape.h"
 #include "export.h"
 #include "formats.h"
 #include "framing.h"
@@ -121,16 +122,20 @@ static int conn_recv(struct conn *c, Hostprof__Response **ret)
 	return *ret ? 0 : -EBADMSG;
 }
 
+/* Text from the daemon that carries names processes chose (thread names, summaries,
+ * patterns): printed for a terminal, with control bytes escaped. --json keeps the bytes. */
+#define ESC(s) escape_control((s) ? (s) : "", (char[ESCAPE_SIZE(256)]){ 0 }, ESCAPE_SIZE(256))
+
 /* The exit status for an Error reply, after printing its message. */
 static int report_error(const Hostprof__Error *err)
 {
 	switch (err->code) {
 	case HOSTPROF__ERROR__CODE__DENIED:
-		return fail(EXIT_DENIED, "permission denied: %s", err->message);
+		return fail(EXIT_DENIED, "permission denied: %s", ESC(err->message));
 	case HOSTPROF__ERROR__CODE__BAD_REQUEST:
-		return fail(EXIT_USAGE, "%s", err->message);
+		return fail(EXIT_USAGE, "%s", ESC(err->message));
 	default:
-		return fail(EXIT_FAILURE, "%s", err->message);
+		return fail(EXIT_FAILURE, "%s", ESC(err->message));
 	}
 }
 
@@ -319,7 +324,7 @@ static void print_status_text(const Hostprof__Status *st)
 		printf(" %s %" PRIu64 "%s", st->drops[i]->cause, st->drops[i]->count, i + 1 < st->n_drops ? "," : "");
 	printf("\nthreads:  ");
 	for (size_t i = 0; i < st->n_watch_threads; i++)
-		printf(" %s", st->watch_threads[i]);
+		printf(" %s", ESC(st->watch_threads[i]));
 	printf("%s\n", st->n_watch_threads ? "" : " (none)");
 	printf("triggers: ");
 	for (size_t i = 0; i < st->n_triggers; i++)
@@ -337,8 +342,8 @@ static void print_status_text(const Hostprof__Status *st)
 	for (size_t i = 0; i < st->n_processes; i++) {
 		const Hostprof__WatchedProcess *p = st->processes[i];
 
-		printf("%-8u %-16s %10" PRIu64 " %9s  %s%s\n", p->pid, p->comm, p->events,
-		       human_bytes(p->bytes, a, sizeof(a)), p->why, p->exited ? " (exited)" : "");
+		printf("%-8u %-16s %10" PRIu64 " %9s  %s%s\n", p->pid, ESC(p->comm), p->events,
+		       human_bytes(p->bytes, a, sizeof(a)), ESC(p->why), p->exited ? " (exited)" : "");
 	}
 }
 
@@ -793,7 +798,7 @@ static int cmd_watch(int argc, char **argv, bool watch)
 	r = simple_request(&req, HOSTPROF__RESPONSE__BODY_ACK, &resp);
 	if (r)
 		return r;
-	printf("%s\n", resp->ack->message ? resp->ack->message : "ok");
+	printf("%s\n", resp->ack->message ? ESC(resp->ack->message) : "ok");
 	hostprof__response__free_unpacked(resp, NULL);
 	return 0;
 }
@@ -855,7 +860,7 @@ static int cmd_snapshots(int argc, char **argv)
 			char size[32];
 
 			printf("%-40s %-8u %-14s %9s  %s\n", e->name, e->pid, e->trigger,
-			       human_bytes(e->bytes, size, sizeof(size)), e->summary && *e->summary ? e->summary : "-");
+			       human_bytes(e->bytes, size, sizeof(size)), e->summary && *e->summary ? ESC(e->summary) : "-");
 		}
 	}
 	hostprof__response__free_unpacked(resp, NULL);

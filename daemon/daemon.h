@@ -34,6 +34,8 @@ struct daemon {
 
 /* Settings into the modules (start and SIGHUP): what can change while running. */
 int daemon_apply_settings(struct daemon *d);
+/* Why the snapshot directory cannot be used (snapstore_ready's error), and what to do. */
+void daemon_log_snapdir_error(int r, const char *dir);
 /* SIGHUP: re-read the config file (flags still win). reload.c */
 int daemon_reload(struct daemon *d);
 /* --record: capture for the duration, write the formats; an exit status. record.c */

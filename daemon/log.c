@@ -9,6 +9,9 @@
  * hostile client) cannot flood the journal. What was held back is never silent: the
  * first line after the interval (of any format), or exit, says "N similar messages
  * suppressed" with the last of them. Debug messages (-v, asked for) are not limited.
+ *
+ * Control bytes in a message (a thread name or a client's glob with a newline in it)
+ * are written as \xNN: a message is one line, at the priority it was logged with.
  */
 #include <stdarg.h>
 #include <stdbool.h>
@@ -18,6 +21,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "escape.h"
 #include "log.h"
 
 #define LOG_RATELIMIT_SLOTS 64
@@ -147,7 +151,7 @@ void log_set_clock(uint64_t (*clock_ns)(void))
 int log_internal(int level, int error, const char *fmt, ...)
 {
 	int saved = errno;
-	char msg[LOG_LINE_MAX];
+	char raw[LOG_LINE_MAX], msg[LOG_LINE_MAX];
 	uint64_t now;
 	va_list ap;
 
@@ -156,8 +160,10 @@ int log_internal(int level, int error, const char *fmt, ...)
 	if (error)
 		errno = error < 0 ? -error : error;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
+	/* names and patterns from processes and clients: one line each, no terminal codes */
+	escape_control(raw, msg, sizeof(msg));
 	if (level < LOG_DEBUG) {
 		now = now_ns();
 		flush_expired(now);

@@ -45,6 +45,17 @@ static void recorder_limits_from(const struct settings *s, struct recorder_limit
 	};
 }
 
+void daemon_log_snapdir_error(int r, const char *dir)
+{
+	if (r == -EPERM || r == -ENOTDIR)
+		log_error("The snapshot directory %s is %s: refusing to serve files from it (make it a directory "
+			  "of root's, mode 0700); automatic snapshots are lost until it is",
+			  dir, r == -EPERM ? "not root's, or writable by others" : "not a directory");
+	else
+		log_error_errno(r, "Failed to use the snapshot directory %s: %m; automatic snapshots are lost until it works",
+				dir);
+}
+
 int daemon_apply_settings(struct daemon *d)
 {
 	const struct settings *s = &d->settings;
@@ -301,9 +312,7 @@ static int make_modules(struct daemon *d)
 	if (s->n_triggers) {
 		r = snapstore_ready(d->snapstore);
 		if (r < 0)
-			log_error_errno(r, "Failed to use the snapshot directory %s: %m; automatic snapshots are lost "
-					   "until it works",
-					s->snapshot_dir);
+			daemon_log_snapdir_error(r, s->snapshot_dir);
 	}
 	return 0;
 }

@@ -36,8 +36,7 @@ int daemon_reload(struct daemon *d)
 	if (r >= 0)
 		r = snapstore_ready(d->snapstore);
 	if (r < 0)
-		log_error_errno(r, "Failed to use the snapshot directory %s: %m; automatic snapshots are lost until it works",
-				d->settings.snapshot_dir);
+		daemon_log_snapdir_error(r, d->settings.snapshot_dir);
 	r = daemon_apply_settings(d);
 	if (r < 0)
 		return r;

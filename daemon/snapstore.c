@@ -82,7 +82,7 @@ static int push(struct snapstore *st, const struct snap_entry *e)
 	return 0;
 }
 
-/* Sizes and extensions of an entry's files, from the directory. */
+/* Sizes and extensions of an entry's files, from the directory: regular files only. */
 static void stat_files(const struct snapstore *st, struct snap_entry *e)
 {
 	e->bytes = 0;
@@ -92,22 +92,61 @@ static void stat_files(const struct snapstore *st, struct snap_entry *e)
 		struct stat sb;
 
 		snprintf(path, sizeof(path), "%s/%s%s", st->dir, e->name, known_exts[i]);
-		if (stat(path, &sb) < 0 || !S_ISREG(sb.st_mode))
+		if (lstat(path, &sb) < 0 || !S_ISREG(sb.st_mode))
 			continue;
 		e->bytes += sb.st_size;
 		e->exts[e->n_exts++] = known_exts[i];
 	}
 }
 
-/* Owner and summary of an existing snapshot, from its .hps (at start only). */
-static void read_meta(const struct snapstore *st, struct snap_entry *e)
+/* The bytes of NAME.hps: a regular file, never followed through a link, never waited on
+ * (a FIFO planted there is refused, not read), at most HPS_MAX_FILE. */
+static int read_hps(const struct snapstore *st, const char *name, uint8_t **ret_data, size_t *ret_len)
 {
 	char path[PATH_MAX];
-	Hostprof__Snapshot *snap;
+	_cleanup_close_ int fd = -1;
+	struct stat sb;
+	uint8_t *data;
+	size_t off = 0;
 
-	snprintf(path, sizeof(path), "%s/%s.hps", st->dir, e->name);
+	snprintf(path, sizeof(path), "%s/%s.hps", st->dir, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return negative_errno();
+	if (fstat(fd, &sb) < 0)
+		return negative_errno();
+	if (!S_ISREG(sb.st_mode))
+		return -EINVAL;
+	if ((uint64_t)sb.st_size > HPS_MAX_FILE)
+		return -EFBIG;
+	data = malloc(sb.st_size ? sb.st_size : 1);
+	if (!data)
+		return -ENOMEM;
+	while (off < (size_t)sb.st_size) {
+		ssize_t n = read(fd, data + off, sb.st_size - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			free(data);
+			return n < 0 ? negative_errno() : -EIO;
+		}
+		off += n;
+	}
+	*ret_data = data;
+	*ret_len = off;
+	return 0;
+}
+
+/* Owner and summary of an existing snapshot, from its .hps (when the store is indexed). */
+static void read_meta(const struct snapstore *st, struct snap_entry *e)
+{
+	_cleanup_free_ uint8_t *data = NULL;
+	Hostprof__Snapshot *snap;
+	size_t len;
+
 	e->uid = 0; /* unknown owner: root only */
-	if (hps_read_file(path, &snap) < 0)
+	if (read_hps(st, e->name, &data, &len) < 0 || hps_unpack(data, len, &snap) < 0)
 		return;
 	if (snap->n_processes && snap->processes[0]->has_uid)
 		e->uid = snap->processes[0]->uid;
@@ -132,8 +171,10 @@ static int scan(struct snapstore *st)
 		name[len - 4] = 0;
 		if (!parse_name(name, &e))
 			continue;
-		read_meta(st, &e);
 		stat_files(st, &e);
+		if (!e.n_exts || strcmp(e.exts[0], ".hps"))
+			continue; /* its .hps is not a regular file */
+		read_meta(st, &e);
 		if (push(st, &e) < 0)
 			break;
 	}
@@ -178,6 +219,20 @@ struct snapstore *snapstore_new(const char *dir, uint64_t max_count, uint64_t ma
 	return st;
 }
 
+/* Only root may put files there: what is in it is served to users by name. */
+static int check_dir(const char *dir)
+{
+	struct stat sb;
+
+	if (lstat(dir, &sb) < 0)
+		return negative_errno();
+	if (!S_ISDIR(sb.st_mode))
+		return -ENOTDIR; /* a symlink too */
+	if (sb.st_uid != geteuid() || (sb.st_mode & 0022))
+		return -EPERM;
+	return 0;
+}
+
 int snapstore_ready(struct snapstore *st)
 {
 	int r;
@@ -186,6 +241,8 @@ int snapstore_ready(struct snapstore *st)
 		return 0;
 	st->n = 0;
 	r = mkdir_p(st->dir, 0700);
+	if (r >= 0)
+		r = check_dir(st->dir);
 	if (r >= 0)
 		r = scan(st);
 	if (r < 0) {
@@ -328,35 +385,5 @@ const struct snap_entry *snapstore_find(const struct snapstore *st, const char *
 
 int snapstore_read_hps(const struct snapstore *st, const struct snap_entry *e, uint8_t **ret_data, size_t *ret_len)
 {
-	char path[PATH_MAX];
-	_cleanup_close_ int fd = -1;
-	struct stat sb;
-	uint8_t *data;
-	size_t off = 0;
-
-	snprintf(path, sizeof(path), "%s/%s.hps", st->dir, e->name);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return negative_errno();
-	if (fstat(fd, &sb) < 0)
-		return negative_errno();
-	if (!S_ISREG(sb.st_mode) || (uint64_t)sb.st_size > HPS_MAX_FILE)
-		return -EINVAL;
-	data = malloc(sb.st_size ? sb.st_size : 1);
-	if (!data)
-		return -ENOMEM;
-	while (off < (size_t)sb.st_size) {
-		ssize_t n = read(fd, data + off, sb.st_size - off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			free(data);
-			return n < 0 ? negative_errno() : -EIO;
-		}
-		off += n;
-	}
-	*ret_data = data;
-	*ret_len = off;
-	return 0;
+	return read_hps(st, e->name, ret_data, ret_len);
 }

@@ -26,7 +26,8 @@ struct snapstore;
 struct snapstore *snapstore_new(const char *dir, uint64_t max_count, uint64_t max_bytes);
 void snapstore_free(struct snapstore *st);
 /* Creates the directory (0700) if needed and indexes what is there, once; a failure is
- * tried again at the next call. Until it succeeds the store is empty. */
+ * tried again at the next call. Until it succeeds the store is empty. -ENOTDIR: not a
+ * directory (a symlink is not); -EPERM: not the daemon's, or writable by others. */
 int snapstore_ready(struct snapstore *st);
 /* Reload: another directory is indexed anew at the next snapstore_ready(). */
 int snapstore_reconfigure(struct snapstore *st, const char *dir, uint64_t max_count, uint64_t max_bytes);

@@ -42,6 +42,19 @@ while read -r name; do
 	for e in "${explained[@]}"; do [ "$name" = "$e" ] && known=1; done
 	[ $known = 1 ] || fail "newly flagged: $name (explain it in the header of systemd/hostprofd.service.in, or fix it)"
 done < <(sed -nE 's/^(✗|-) ([^ ]+) .*/\2/p' <<<"$out")
+# hostprofd executes nothing, dumps no core, never opens tracing or debug file systems
+grep -qx 'NoExecPaths=/' "$unit" && ok "NoExecPaths=/" || fail "no NoExecPaths=/ in $unit"
+execpaths=$(sed -n 's/^ExecPaths=//p' "$unit")
+for p in "$SBINDIR/hostprofd" /usr/lib; do
+	grep -qw -- "$p" <<<"$execpaths" && ok "ExecPaths= has $p" || fail "ExecPaths= lacks $p: $execpaths"
+done
+reload=$(sed -n 's/^ExecReload=\([^ ]*\).*/\1/p' "$unit")
+grep -qw -- "$reload" <<<"$execpaths" && ok "ExecPaths= has ExecReload's $reload" || fail "ExecReload=$reload is not executable under NoExecPaths=/"
+grep -qx 'LimitCORE=0' "$unit" && ok "LimitCORE=0" || fail "no LimitCORE=0"
+fs=$(sed -n 's/^RestrictFileSystems=~//p' "$unit")
+for f in tracefs debugfs; do
+	grep -qw "$f" <<<"$fs" && ok "RestrictFileSystems= denies $f" || fail "RestrictFileSystems= does not deny $f: '$fs'"
+done
 if awk -v s="$score" -v l="$limit" 'BEGIN { exit !(s <= l) }'; then
 	ok "exposure $score <= $limit"
 else

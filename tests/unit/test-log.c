@@ -234,6 +234,20 @@ static void test_exit(void)
 	CHECKF(strstr(out, "hostprofd: 5 similar messages suppressed, the last: at exit 14\n"), "got [%s]", out);
 }
 
+/* A glob or a thread name with a newline cannot forge a line, nor send terminal codes. */
+static void test_escape(void)
+{
+	const char *out;
+
+	reset(true);
+	capture_start();
+	log_info("watching processes with a thread named %s", "x\n<0>hostprofd: root login\033[2J");
+	out = capture_end();
+	CHECKF(!strcmp(out, "<6>watching processes with a thread named x\\x0a<0>hostprofd: root login\\x1b[2J\n"),
+	       "got [%s]", out);
+	CHECK_EQ_INT(count_lines(out), 1);
+}
+
 int main(void)
 {
 	log_set_clock(fake_clock);
@@ -243,6 +257,7 @@ int main(void)
 	test_per_format();
 	test_many_formats();
 	test_debug_unlimited();
+	test_escape();
 	test_exit();
 	return check_summary();
 }
