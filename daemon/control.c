@@ -7,10 +7,12 @@
  * chunk at a time, only as fast as the client reads. A slow or silent client costs its
  * own buffers and never stalls the drain.
  *
- * Peers are identified by SO_PEERCRED. Who may make which request is one table
- * (`request_rules` below) applied before the request is handled: root may do everything;
- * another user sees, watches, unwatches, snapshots and fetches only processes whose
- * real and effective uid are its own, and never changes the thread patterns.
+ * Peers are identified by SO_PEERCRED and SO_PEERGROUPS. Who may make which request is
+ * one table (`request_rules` below) applied before the request is handled: root may do
+ * everything; another user sees, watches, unwatches, snapshots and fetches only the
+ * processes it owns (peer_owns: every uid its own, every gid one of its groups, and
+ * dumpable), and never changes the thread patterns. A process that changed credentials
+ * at an exec is root's from there on: what it does now, and what was recorded since.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -41,13 +43,19 @@
 
 #define MAX_CLIENTS 256
 #define MAX_STREAMS 8 /* snapshots being built or sent at once */
+#define MAX_STREAMS_PER_USER 2 /* of one user other than root */
+#define ROOT_STREAMS 2         /* kept for root */
 #define STALL_NS (10 * NSEC_PER_SEC) /* a client with output that reads nothing this long is closed */
+/* Replies waiting beyond this: its next requests wait unread until it takes them. */
+#define OUT_HIGH (4 * HP_CHUNK_SIZE)
 
 struct client {
 	struct io_source io;
 	struct control *ctl;
 	struct client *next;
 	struct ucred cred;
+	gid_t *groups; /* supplementary groups */
+	size_t n_groups;
 	bool hello;
 	bool closing; /* close once the output is flushed */
 	bool dead;    /* closed; freed by control_gc() */
@@ -77,6 +85,13 @@ struct control {
 
 static int client_update_events(struct client *cl);
 
+/* Its replies pile up: a peer that writes requests faster than it reads the answers
+ * costs at most OUT_HIGH plus one reply, never what it asks for. */
+static bool client_backlogged(const struct client *cl)
+{
+	return hp_buf_pending(&cl->out) > OUT_HIGH;
+}
+
 static void client_close(struct client *cl)
 {
 	if (cl->dead)
@@ -96,6 +111,7 @@ static void client_close(struct client *cl)
 
 static void client_free(struct client *cl)
 {
+	free(cl->groups);
 	hp_buf_free(&cl->in);
 	hp_buf_free(&cl->out);
 	free(cl);
@@ -158,20 +174,37 @@ static void protocol_error(struct client *cl, const char *what)
 	cl->closing = true;
 }
 
-/* The one ownership rule: root, or a peer whose uid is the target's real and effective uid. */
-static bool peer_owns(const struct ucred *peer, uint32_t uid, uint32_t euid)
+static bool peer_in_group(const struct client *cl, uint32_t gid)
 {
-	return peer->uid == 0 || (uid == peer->uid && euid == peer->uid);
+	if (gid == cl->cred.gid)
+		return true;
+	for (size_t i = 0; i < cl->n_groups; i++)
+		if (cl->groups[i] == gid)
+			return true;
+	return false;
+}
+
+/* The one ownership rule: root, or a peer that is every uid of the process, is in every
+ * group it runs with, and the process is dumpable (what ptrace(2) would ask of it). */
+static bool peer_owns(const struct client *cl, const struct proc_cred *c)
+{
+	uint32_t u = cl->cred.uid;
+
+	if (u == 0)
+		return true;
+	return c->uid == u && c->euid == u && c->suid == u && c->fsuid == u && peer_in_group(cl, c->gid) &&
+	       peer_in_group(cl, c->egid) && peer_in_group(cl, c->sgid) && peer_in_group(cl, c->fsgid) &&
+	       c->dumpable;
 }
 
 static bool may_see(const struct client *cl, const struct proc_rec *p)
 {
-	return peer_owns(&cl->cred, p->info.uid, p->info.euid);
+	return peer_owns(cl, &p->info.cred);
 }
 
 static bool may_see_entry(const struct client *cl, const struct snap_entry *e)
 {
-	return peer_owns(&cl->cred, e->uid, e->uid);
+	return peer_owns(cl, &e->owner);
 }
 
 /*
@@ -184,7 +217,9 @@ struct target {
 		TARGET_ROOT_ONLY, /* the thread patterns: they watch every user's processes */
 		TARGET_OWNED,     /* a process or a snapshot: root or its owner */
 	} kind;
-	uint32_t uid, euid;
+	struct proc_cred owner; /* TARGET_OWNED: as recorded (or now, for a process not yet watched) */
+	bool has_live;          /* a live process whose credentials are not owner any more */
+	struct proc_cred live;
 	bool hide_denial; /* refused like not found: the peer learns nothing of it */
 	const char *glob; /* TARGET_ROOT_ONLY */
 	uint32_t pid;
@@ -192,6 +227,19 @@ struct target {
 	struct proc_rec *p;         /* unwatch, snapshot */
 	const struct snap_entry *e; /* fetch */
 };
+
+/* A watched process that lives: its credentials now, if they are not those recorded. */
+static void target_live_cred(struct target *t, const struct proc_rec *p)
+{
+	struct proc_info now;
+
+	if (p->exit_ns || proc_read_info(p->info.pid, &now) < 0 || now.start_time != p->info.start_time)
+		return;
+	if (!proc_same_cred(&now.cred, &p->info.cred)) {
+		t->has_live = true;
+		t->live = now.cred;
+	}
+}
 
 static void handle_hello(struct client *cl, const Hostprof__Request *req, struct target *t)
 {
@@ -343,13 +391,33 @@ static void snapshot_done(void *ud, int status, uint8_t *data, size_t len)
 	client_kick(cl);
 }
 
+/* A snapshot stream for this peer: at most MAX_STREAMS in all, MAX_STREAMS_PER_USER of
+ * one user, and ROOT_STREAMS kept for root, so no user can keep root waiting. */
 static bool stream_slot(struct client *cl)
 {
-	if (cl->ctl->n_streams < MAX_STREAMS)
-		return true;
-	(void)send_error(cl, HOSTPROF__ERROR__CODE__BUSY, "%d snapshots are being sent already; try again in a moment",
-			 MAX_STREAMS);
-	return false;
+	struct control *ctl = cl->ctl;
+	size_t mine = 0, others = 0;
+
+	for (struct client *c = ctl->clients; c; c = c->next) {
+		if (c->dead || (!c->snap && !c->job))
+			continue;
+		if (c->cred.uid == cl->cred.uid)
+			mine++;
+		if (c->cred.uid != 0)
+			others++;
+	}
+	if (ctl->n_streams >= MAX_STREAMS || (cl->cred.uid != 0 && others >= MAX_STREAMS - ROOT_STREAMS)) {
+		(void)send_error(cl, HOSTPROF__ERROR__CODE__BUSY,
+				 "%zu snapshots are being sent already; try again in a moment", ctl->n_streams);
+		return false;
+	}
+	if (cl->cred.uid != 0 && mine >= MAX_STREAMS_PER_USER) {
+		(void)send_error(cl, HOSTPROF__ERROR__CODE__BUSY,
+				 "you have %zu snapshots being sent already (at most %d at once); try again once one is done",
+				 mine, MAX_STREAMS_PER_USER);
+		return false;
+	}
+	return true;
 }
 
 static int find_snapshot_target(struct client *cl, const Hostprof__Request *req, struct target *t)
@@ -366,7 +434,8 @@ static int find_snapshot_target(struct client *cl, const Hostprof__Request *req,
 				 sr->pid, sr->pid);
 		return -ENOENT;
 	}
-	*t = (struct target){ .kind = TARGET_OWNED, .uid = p->info.uid, .euid = p->info.euid, .pid = sr->pid, .p = p };
+	*t = (struct target){ .kind = TARGET_OWNED, .owner = p->info.cred, .pid = sr->pid, .p = p };
+	target_live_cred(t, p);
 	return 0;
 }
 
@@ -379,6 +448,9 @@ static void handle_snapshot(struct client *cl, const Hostprof__Request *req, str
 		return;
 	/* built in a child process: the loop goes on draining meanwhile */
 	cl->snap_req = (struct snapshot_req){ .p = t->p, .window_ns = sr->has_window_ns ? sr->window_ns : 0 };
+	/* what was recorded after an exec changed its credentials is root's alone */
+	if (cl->cred.uid != 0 && t->p->cred_change_ns)
+		cl->snap_req.end_ns = t->p->cred_change_ns;
 	cl->snap_pid = t->pid;
 	r = snapsvc_start(cl->ctl->deps.snapsvc, &cl->snap_req, snapshot_then, NULL, snapshot_done, cl, &cl->job);
 	if (r < 0) {
@@ -425,8 +497,7 @@ static int find_watch_target(struct client *cl, const Hostprof__Request *req, st
 		(void)send_error(cl, HOSTPROF__ERROR__CODE__NOT_FOUND, "no process with pid %u", wr->pid);
 		return -ENOENT;
 	}
-	t->uid = t->info.uid;
-	t->euid = t->info.euid;
+	t->owner = t->info.cred;
 	return 0;
 }
 
@@ -479,7 +550,8 @@ static int find_unwatch_target(struct client *cl, const Hostprof__Request *req, 
 		(void)send_error(cl, HOSTPROF__ERROR__CODE__NOT_FOUND, "pid %u is not watched", ur->pid);
 		return -ENOENT;
 	}
-	*t = (struct target){ .kind = TARGET_OWNED, .uid = p->info.uid, .euid = p->info.euid, .pid = ur->pid, .p = p };
+	*t = (struct target){ .kind = TARGET_OWNED, .owner = p->info.cred, .pid = ur->pid, .p = p };
+	target_live_cred(t, p);
 	return 0;
 }
 
@@ -534,7 +606,7 @@ static void handle_snapshots(struct client *cl, const Hostprof__Request *req, st
 		v[k].files = (char **)e->exts;
 		v[k].n_files = e->n_exts;
 		v[k].summary = (char *)e->summary;
-		v[k].uid = e->uid;
+		v[k].uid = e->owner.uid;
 		pv[k] = &v[k];
 		k++;
 	}
@@ -562,7 +634,7 @@ static int find_fetch_target(struct client *cl, const Hostprof__Request *req, st
 	e = snapstore_ready(st) >= 0 ? snapstore_find(st, req->fetch->name) : NULL;
 	if (!e)
 		return fetch_not_found(cl, req->fetch);
-	*t = (struct target){ .kind = TARGET_OWNED, .uid = e->uid, .euid = e->uid, .hide_denial = true, .e = e };
+	*t = (struct target){ .kind = TARGET_OWNED, .owner = e->owner, .hide_denial = true, .e = e };
 	return 0;
 }
 
@@ -648,24 +720,85 @@ static const struct request_rule {
 	{ HOSTPROF__REQUEST__BODY_FETCH, "fetch", find_fetch_target, handle_fetch },
 };
 
-/* The policy: true if the peer may act on t; else it was told why, and it is logged. */
+/* A launcher (sudo -u, su, setpriv, a job scheduler) that is not the peer's yet: its
+ * children that are. ret: "; its child pid N (comm) is yours: ...", or "". */
+static void launcher_hint(const struct client *cl, uint32_t pid, char *ret, size_t len)
+{
+	char path[64], buf[512], *tok, *save = NULL;
+	_cleanup_fclose_ FILE *f = NULL;
+	size_t n;
+
+	ret[0] = 0;
+	snprintf(path, sizeof(path), "/proc/%u/task/%u/children", pid, pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = 0;
+	for (tok = strtok_r(buf, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save)) {
+		struct proc_info child;
+
+		if (proc_read_info(strtoul(tok, NULL, 10), &child) < 0 || !peer_owns(cl, &child.cred))
+			continue;
+		snprintf(ret, len, "; its child pid %u (%s) is yours: watch or snapshot that one", child.pid, child.comm);
+		return;
+	}
+	snprintf(ret, len, "; if it is a launcher (sudo -u, su, setpriv, a job scheduler), ask again once "
+				   "it has dropped its privileges, or watch its child");
+}
+
+/* Why the peer does not own the process, for the refusal. */
+static void denial_reason(const struct client *cl, const struct request_rule *rule, const struct target *t,
+			  char *buf, size_t len)
+{
+	const struct proc_cred *c = t->has_live && peer_owns(cl, &t->owner) ? &t->live : &t->owner;
+	uint32_t u = cl->cred.uid;
+	char hint[160] = "";
+
+	if (t->has_live && c == &t->live)
+		snprintf(buf, len,
+			 "pid %u changed credentials when it executed a program (now uid %u, euid %u): only root may %s it",
+			 t->pid, c->uid, c->euid, rule->verb);
+	else if (c->uid != u) {
+		if (c->uid == 0 || c->euid == 0)
+			launcher_hint(cl, t->pid, hint, sizeof(hint));
+		snprintf(buf, len, "pid %u belongs to uid %u: only root or its owner may %s it%s", t->pid, c->uid,
+			 rule->verb, hint);
+	} else if (c->euid != u || c->suid != u || c->fsuid != u)
+		snprintf(buf, len, "pid %u runs with another user's privileges (euid %u, saved uid %u): only root may %s it",
+			 t->pid, c->euid, c->suid, rule->verb);
+	else if (!c->dumpable)
+		snprintf(buf, len,
+			 "pid %u is not dumpable (a set-id program, or it called prctl(PR_SET_DUMPABLE, 0)): only root "
+			 "may %s it",
+			 t->pid, rule->verb);
+	else
+		snprintf(buf, len,
+			 "pid %u runs with group %u (effective %u), which you are not in: only root or a member may %s it",
+			 t->pid, c->gid, c->egid, rule->verb);
+}
+
+/* The policy: true if the peer may act on t; else it was told why (send_error logs
+ * every refusal). */
 static bool authorize(struct client *cl, const struct request_rule *rule, const Hostprof__Request *req,
 		      const struct target *t)
 {
+	char why[320];
+
 	if (cl->cred.uid == 0 || t->kind == TARGET_NONE)
 		return true;
-	if (t->kind == TARGET_OWNED && peer_owns(&cl->cred, t->uid, t->euid))
+	if (t->kind == TARGET_OWNED && peer_owns(cl, &t->owner) && (!t->has_live || peer_owns(cl, &t->live)))
 		return true;
-	log_notice("client pid %d uid %u: refused to %s %s", cl->cred.pid, cl->cred.uid, rule->verb,
-		   t->kind == TARGET_ROOT_ONLY ? "a thread pattern" : t->e ? "an automatic snapshot" : "a process");
-	if (t->kind == TARGET_ROOT_ONLY)
+	if (t->kind == TARGET_ROOT_ONLY) {
 		(void)send_error(cl, HOSTPROF__ERROR__CODE__DENIED,
 				 "only root may change thread patterns (%s): they watch every user's processes", t->glob);
-	else if (t->hide_denial)
+	} else if (t->hide_denial) {
+		log_notice("refused uid %u (pid %d): an automatic snapshot of another user", cl->cred.uid, cl->cred.pid);
 		(void)fetch_not_found(cl, req->fetch);
-	else
-		(void)send_error(cl, HOSTPROF__ERROR__CODE__DENIED,
-				 "pid %u belongs to uid %u: only root or its owner may %s it", t->pid, t->uid, rule->verb);
+	} else {
+		denial_reason(cl, rule, t, why, sizeof(why));
+		(void)send_error(cl, HOSTPROF__ERROR__CODE__DENIED, "%s", why);
+	}
 	return false;
 }
 
@@ -705,7 +838,7 @@ static void process_input(struct client *cl)
 	size_t len;
 	int r;
 
-	while (!cl->closing && !cl->snap && !cl->job) {
+	while (!cl->closing && !cl->snap && !cl->job && !client_backlogged(cl)) {
 		r = frame_peek(&cl->in, HP_MAX_REQUEST, &payload, &len);
 		if (r == 0)
 			return;
@@ -729,7 +862,7 @@ static void client_read(struct client *cl)
 		size_t room = HP_FRAME_HDR + HP_MAX_REQUEST - hp_buf_pending(&cl->in);
 		ssize_t n;
 
-		if (room == 0 || cl->closing || cl->snap || cl->job)
+		if (room == 0 || cl->closing || cl->snap || cl->job || client_backlogged(cl))
 			break;
 		if (hp_buf_reserve(&cl->in, room) < 0) {
 			client_close(cl);
@@ -778,7 +911,7 @@ static int client_update_events(struct client *cl)
 
 	if (cl->dead)
 		return 0;
-	if (!cl->closing && !cl->snap && !cl->job)
+	if (!cl->closing && !cl->snap && !cl->job && !client_backlogged(cl))
 		ev |= EPOLLIN;
 	if (hp_buf_pending(&cl->out))
 		ev |= EPOLLOUT;
@@ -820,6 +953,27 @@ static void client_kick(struct client *cl)
 		client_close(cl);
 }
 
+/* The peer's supplementary groups, as they were when it connected. */
+static int peer_groups(int fd, struct client *cl)
+{
+	socklen_t len = 64 * sizeof(gid_t);
+
+	for (int tries = 0; tries < 3; tries++) {
+		gid_t *v = realloc(cl->groups, len ? len : sizeof(gid_t));
+
+		if (!v)
+			return -ENOMEM;
+		cl->groups = v;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, cl->groups, &len) == 0) {
+			cl->n_groups = len / sizeof(gid_t);
+			return 0;
+		}
+		if (errno != ERANGE || len > 65536 * sizeof(gid_t))
+			return -errno;
+	}
+	return -ERANGE;
+}
+
 static int on_accept(struct io_source *src, uint32_t events)
 {
 	struct control *ctl = (struct control *)src;
@@ -851,10 +1005,10 @@ static int on_accept(struct io_source *src, uint32_t events)
 		cl->io.dispatch = on_client;
 		cl->progress_ns = now_boottime_ns();
 		cl->ctl = ctl;
-		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cl->cred, &len) < 0) {
-			log_warning_errno(-errno, "SO_PEERCRED failed: %m; refusing the client");
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cl->cred, &len) < 0 || peer_groups(fd, cl) < 0) {
+			log_warning_errno(-errno, "SO_PEERCRED/SO_PEERGROUPS failed: %m; refusing the client");
 			close(fd);
-			free(cl);
+			client_free(cl);
 			continue;
 		}
 		cl->epoll_events = EPOLLIN | EPOLLRDHUP;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "macro.h"
@@ -44,8 +45,9 @@ static void copy_comm(char dst[16], const char *src, size_t n)
 
 int proc_read_info(uint32_t pid, struct proc_info *ret)
 {
-	char path[64], buf[1024], *open_paren, *close_paren, *line;
+	char path[64], buf[2048], *open_paren, *close_paren, *line;
 	struct proc_info info = { .pid = pid };
+	struct stat st;
 	unsigned long long start = 0;
 	int ppid = 0, field;
 	ssize_t n;
@@ -80,10 +82,26 @@ int proc_read_info(uint32_t pid, struct proc_info *ret)
 	if (n < 0)
 		return n;
 	line = strstr(buf, "\nUid:");
-	if (!line || sscanf(line, "\nUid: %u %u", &info.uid, &info.euid) != 2)
+	if (!line || sscanf(line, "\nUid: %u %u %u %u", &info.cred.uid, &info.cred.euid, &info.cred.suid, &info.cred.fsuid) != 4)
 		return -EBADMSG;
+	line = strstr(buf, "\nGid:");
+	if (!line || sscanf(line, "\nGid: %u %u %u %u", &info.cred.gid, &info.cred.egid, &info.cred.sgid, &info.cred.fsgid) != 4)
+		return -EBADMSG;
+	/* the kernel gives the files of /proc/PID to root instead of the euid when the task is
+	 * not dumpable (the directory itself keeps the euid: task_dump_owner) */
+	snprintf(path, sizeof(path), "/proc/%u/status", pid);
+	if (stat(path, &st) < 0)
+		return negative_errno();
+	info.cred.dumpable = st.st_uid == info.cred.euid;
 	*ret = info;
 	return 0;
+}
+
+bool proc_same_cred(const struct proc_cred *a, const struct proc_cred *b)
+{
+	return a->uid == b->uid && a->euid == b->euid && a->suid == b->suid && a->fsuid == b->fsuid &&
+	       a->gid == b->gid && a->egid == b->egid && a->sgid == b->sgid && a->fsgid == b->fsgid &&
+	       a->dumpable == b->dumpable;
 }
 
 int proc_read_cmdline(uint32_t pid, char **ret, size_t *ret_len)

@@ -3,18 +3,27 @@
 #ifndef HOSTPROF_PROCFS_H
 #define HOSTPROF_PROCFS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
+/* Who a process is: its uids and gids (real, effective, saved, file system). */
+struct proc_cred {
+	uint32_t uid, euid, suid, fsuid;
+	uint32_t gid, egid, sgid, fsgid;
+	bool dumpable; /* /proc/PID/status is its euid's: not set-id, no PR_SET_DUMPABLE 0 */
+};
+
 struct proc_info {
 	uint32_t pid, ppid;
 	uint64_t start_time; /* clock ticks after boot: with pid, names one process */
-	uint32_t uid, euid;
+	struct proc_cred cred;
 	char comm[16];
 };
 
 int proc_read_info(uint32_t pid, struct proc_info *ret);
+bool proc_same_cred(const struct proc_cred *a, const struct proc_cred *b);
 /* Arguments, NUL-separated as the kernel keeps them; *ret_len 0 for kernel threads. */
 int proc_read_cmdline(uint32_t pid, char **ret, size_t *ret_len);
 int proc_read_thread_comm(uint32_t pid, uint32_t tid, char ret[16]);

@@ -483,6 +483,8 @@ void recorder_append(struct recorder *rec, const struct hp_hdr *hdr)
 		memcpy(p->info.comm, e->comm, HP_COMM_LEN);
 		p->info.comm[HP_COMM_LEN - 1] = 0;
 		p->maps_dirty = true;
+		if (!p->exec_since_check_ns)
+			p->exec_since_check_ns = hdr->ts; /* credentials may have changed here */
 		append_to(rec, p, hdr);
 		break;
 	}

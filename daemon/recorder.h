@@ -49,6 +49,11 @@ struct proc_rec {
 	size_t n_final_hists;
 	bool hists_saved;
 	bool unwatched; /* stopped by request (exit_ns is then when), not exited */
+	/* Credentials: info has those it had when watching began. An exec that changed them
+	 * (a set-uid program) is found at the next check (watch.c): cred_change_ns is then
+	 * when, and what was recorded from there on is root's alone. */
+	uint64_t exec_since_check_ns; /* the first exec since the last check; 0: none */
+	uint64_t cred_change_ns;      /* 0: unchanged */
 };
 
 struct recorder_limits {

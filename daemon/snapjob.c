@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -30,6 +31,7 @@
 struct snapjob {
 	struct io_source io;
 	struct loop *loop;
+	unsigned cpu_limit_s;
 	pid_t pid;
 	struct hp_buf buf;
 	snapjob_done_fn done;
@@ -86,15 +88,25 @@ static void finish(struct snapjob *j)
 	int32_t status = -EIO;
 	uint64_t want = 0;
 	int wstatus = 0;
+	bool timed_out = false;
 	uint8_t *data;
 	size_t len;
 
 	if (j->pid > 0 && waitpid(j->pid, &wstatus, 0) == j->pid) {
 		j->pid = 0;
-		if (WIFSIGNALED(wstatus))
+		if (WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGXCPU) {
+			log_error("snapshot job: the child used up its %u s of CPU time and was killed", j->cpu_limit_s);
+			timed_out = true;
+		} else if (WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL) {
+			log_error("snapshot job: the child was killed (SIGKILL: the OOM killer, or 1 s past its %u s of CPU)",
+				  j->cpu_limit_s);
+		} else if (WIFSIGNALED(wstatus)) {
 			log_error("snapshot job: the child died of signal %d", WTERMSIG(wstatus));
+		}
 	}
-	if (j->oom)
+	if (timed_out)
+		status = -ETIME;
+	else if (j->oom)
 		status = -ENOMEM;
 	else if (hp_buf_pending(&j->buf) >= sizeof(status))
 		memcpy(&status, j->buf.data + j->buf.off, sizeof(status));
@@ -151,7 +163,7 @@ static int on_pipe(struct io_source *src, uint32_t events)
 	return 0;
 }
 
-int snapjob_start(struct loop *loop, snapjob_work_fn work, void *arg, snapjob_done_fn done, void *ud,
+int snapjob_start(struct loop *loop, unsigned cpu_limit_s, snapjob_work_fn work, void *arg, snapjob_done_fn done, void *ud,
 		  struct snapjob **ret)
 {
 	struct snapjob *j;
@@ -179,9 +191,14 @@ int snapjob_start(struct loop *loop, snapjob_work_fn work, void *arg, snapjob_do
 		struct hp_buf out = {};
 		int32_t status;
 
-		/* the child: compute, write, exit */
+		struct rlimit cpu = { cpu_limit_s, cpu_limit_s + 1 }, core = { 0, 0 };
+
+		/* the child: compute, write, exit; SIGXCPU past its CPU time, SIGKILL a second later */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		prctl(PR_SET_NAME, "hostprofd-snap");
+		(void)setrlimit(RLIMIT_CORE, &core);
+		if (cpu_limit_s)
+			(void)setrlimit(RLIMIT_CPU, &cpu);
 		close(fds[0]);
 		signal(SIGPIPE, SIG_IGN);
 		status = work(arg, &out);
@@ -197,6 +214,7 @@ int snapjob_start(struct loop *loop, snapjob_work_fn work, void *arg, snapjob_do
 	close(fds[1]);
 	(void)fcntl(fds[0], F_SETFL, O_NONBLOCK);
 	j->loop = loop;
+	j->cpu_limit_s = cpu_limit_s;
 	j->pid = pid;
 	j->done = done;
 	j->ud = ud;

@@ -1238,7 +1238,19 @@ static int fill_process(struct snap_build *b, const struct proc_rec *p)
 	proc->ppid = p->info.ppid;
 	proc->comm = (char *)p->info.comm;
 	proc->start_time = p->info.start_time;
-	proc->uid = p->info.uid;
+	proc->uid = p->info.cred.uid;
+	proc->has_euid = proc->has_suid = proc->has_fsuid = proc->has_gid = proc->has_egid = proc->has_sgid =
+		proc->has_fsgid = proc->has_dumpable = true;
+	proc->euid = p->info.cred.euid;
+	proc->suid = p->info.cred.suid;
+	proc->fsuid = p->info.cred.fsuid;
+	proc->gid = p->info.cred.gid;
+	proc->egid = p->info.cred.egid;
+	proc->sgid = p->info.cred.sgid;
+	proc->fsgid = p->info.cred.fsgid;
+	proc->dumpable = p->info.cred.dumpable;
+	proc->has_cred_change_ns = p->cred_change_ns != 0;
+	proc->cred_change_ns = p->cred_change_ns;
 	proc->has_exit_ns = p->exit_ns != 0;
 	proc->exit_ns = p->exit_ns;
 	/* only NUL-terminated arguments: a truncated last one is dropped */

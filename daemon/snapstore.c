@@ -145,11 +145,21 @@ static void read_meta(const struct snapstore *st, struct snap_entry *e)
 	Hostprof__Snapshot *snap;
 	size_t len;
 
-	e->uid = 0; /* unknown owner: root only */
+	e->owner = (struct proc_cred){}; /* unknown: root's (not dumpable) */
 	if (read_hps(st, e->name, &data, &len) < 0 || hps_unpack(data, len, &snap) < 0)
 		return;
-	if (snap->n_processes && snap->processes[0]->has_uid)
-		e->uid = snap->processes[0]->uid;
+	if (snap->n_processes) {
+		const Hostprof__Process *p = snap->processes[0];
+
+		/* a snapshot older than the full credentials: root's alone */
+		if (p->has_uid && p->has_euid && p->has_suid && p->has_fsuid && p->has_gid && p->has_egid &&
+		    p->has_sgid && p->has_fsgid && p->has_dumpable)
+			e->owner = (struct proc_cred){
+				.uid = p->uid, .euid = p->euid, .suid = p->suid, .fsuid = p->fsuid,
+				.gid = p->gid, .egid = p->egid, .sgid = p->sgid, .fsgid = p->fsgid,
+				.dumpable = p->dumpable && !p->cred_change_ns,
+			};
+	}
 	hps_free(snap);
 }
 
@@ -344,7 +354,7 @@ int snapstore_write(const struct snapstore *st, const Hostprof__Snapshot *snap, 
 	return 0;
 }
 
-int snapstore_add(struct snapstore *st, const char *name, uint32_t uid, const char *summary,
+int snapstore_add(struct snapstore *st, const char *name, const struct proc_cred *owner, const char *summary,
 		  const struct snap_entry **ret)
 {
 	struct snap_entry e = {};
@@ -352,7 +362,7 @@ int snapstore_add(struct snapstore *st, const char *name, uint32_t uid, const ch
 
 	if (!parse_name(name, &e))
 		return -EINVAL;
-	e.uid = uid;
+	e.owner = *owner;
 	snprintf(e.summary, sizeof(e.summary), "%s", summary ? summary : "");
 	stat_files(st, &e);
 	r = push(st, &e);

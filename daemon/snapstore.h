@@ -7,12 +7,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "procfs.h"
 #include "snapshot.pb-c.h"
 
 struct snap_entry {
 	char name[96];      /* <UTC>-<pid>-<trigger> */
 	char trigger[32];
-	uint32_t pid, uid;
+	uint32_t pid;
+	struct proc_cred owner; /* of the process, when watching began */
 	uint64_t realtime_ns;
 	uint64_t bytes;
 	const char *exts[12];
@@ -39,7 +41,7 @@ const char *snapstore_dir(const struct snapstore *st);
 int snapstore_write(const struct snapstore *st, const Hostprof__Snapshot *snap, const uint8_t *hps, size_t hps_len,
 		    unsigned formats, uint32_t pid, const char *trigger, uint64_t realtime_ns, char ret_name[96]);
 /* Index what snapstore_write wrote, then prune by count and size, oldest first. */
-int snapstore_add(struct snapstore *st, const char *name, uint32_t uid, const char *summary,
+int snapstore_add(struct snapstore *st, const char *name, const struct proc_cred *owner, const char *summary,
 		  const struct snap_entry **ret);
 
 /* Oldest first. */

@@ -191,7 +191,7 @@ int snapsvc_start(struct snapsvc *svc, const struct snapshot_req *req, snapsvc_t
 	col->svc = svc;
 	col->then = then;
 	col->arg = arg;
-	r = snapjob_start(svc->loop, job_work, col, done, ud, ret);
+	r = snapjob_start(svc->loop, SNAPSVC_CPU_LIMIT_S, job_work, col, done, ud, ret);
 	collected_free(col); /* the child has its copy */
 	return r;
 }

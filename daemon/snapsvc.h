@@ -16,6 +16,9 @@
 #include "snapjob.h"
 #include "snapshot.pb-c.h"
 
+/* The CPU time a snapshot job may use (a 32 MiB recorder, every format: ~2 s here). */
+#define SNAPSVC_CPU_LIMIT_S 30
+
 struct capture;
 struct hp_buf;
 struct loop;

@@ -375,7 +375,7 @@ struct take {
 	struct triggers *ts;
 	struct trigger_def def;
 	struct pending pd;
-	uint32_t uid;
+	struct proc_cred owner;
 	char comm[HP_COMM_LEN];
 	Hostprof__Marker marker, *markers[1];
 	struct snapshot_req req;
@@ -422,7 +422,7 @@ static void take_done(void *ud, int status, uint8_t *data, size_t len)
 	summary = name + strlen(name) + 1;
 	if ((const uint8_t *)summary >= data + len || !memchr(summary, 0, data + len - (const uint8_t *)summary))
 		summary = "";
-	status = snapstore_add(st, name, tk->uid, summary, &entry);
+	status = snapstore_add(st, name, &tk->owner, summary, &entry);
 	if (status < 0)
 		log_warning_errno(status, "trigger %s: failed to index %s: %m, ignoring", tk->def.name, name);
 	snprintf(path, sizeof(path), "%s/%s.hps", snapstore_dir(st), name);
@@ -459,7 +459,10 @@ static void take(struct triggers *ts, const struct pending *pd)
 	tk = calloc(1, sizeof(*tk));
 	if (!tk)
 		return;
-	*tk = (struct take){ .ts = ts, .def = t->def, .pd = *pd, .uid = p->info.uid };
+	*tk = (struct take){ .ts = ts, .def = t->def, .pd = *pd, .owner = p->info.cred };
+	/* a process that changed credentials at an exec: its snapshots are root's alone */
+	if (p->cred_change_ns)
+		tk->owner.dumpable = false;
 	memcpy(tk->comm, p->info.comm, sizeof(tk->comm));
 	hostprof__marker__init(&tk->marker);
 	tk->marker.has_ts = tk->marker.has_tid = true;

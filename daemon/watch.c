@@ -213,6 +213,27 @@ static void on_freed(void *ud, uint32_t pid)
 		symbolizer_forget_process(w->symbolizer, pid);
 }
 
+/* A process that execed since the last check: did the exec change its credentials (a
+ * set-uid or set-gid program, file capabilities)? Then what it records from that exec
+ * on is root's alone (control.c cuts non-root peers' snapshots there). */
+static void check_cred(struct proc_rec *p)
+{
+	uint64_t exec_ns = p->exec_since_check_ns;
+	struct proc_info now;
+
+	if (!exec_ns)
+		return;
+	p->exec_since_check_ns = 0;
+	if (p->cred_change_ns || proc_read_info(p->info.pid, &now) < 0 || now.start_time != p->info.start_time)
+		return;
+	if (proc_same_cred(&now.cred, &p->info.cred))
+		return;
+	p->cred_change_ns = exec_ns;
+	log_notice("pid %u (%s) changed credentials at an exec (uid %u euid %u, was %u %u): what it records from "
+		   "there on is root's alone",
+		   p->info.pid, now.comm, now.cred.uid, now.cred.euid, p->info.cred.uid, p->info.cred.euid);
+}
+
 /* Note the mappings of processes that execed or mapped code since the last tick, so
  * their frames resolve even after they exit. */
 static void refresh_maps(struct watch *w)
@@ -224,6 +245,7 @@ static void refresh_maps(struct watch *w)
 		if (p->exit_ns)
 			continue;
 		capture_filter_touch(w->capture, p->info.pid);
+		check_cred(p);
 		if (!p->maps_dirty)
 			continue;
 		p->maps_dirty = false;

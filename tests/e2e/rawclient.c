@@ -10,11 +10,15 @@
  *   rawclient SOCKET flood N SECS PID  N connections that ask for a snapshot of PID and
  *                                   never read, held open SECS seconds
  *   rawclient SOCKET midstream PID  ask for a snapshot of PID, read one chunk, hang up
+ *   rawclient SOCKET statusflood SECS  status requests as fast as the socket takes them,
+ *                                   for SECS seconds, never reading a reply
  *
  * Prints what the daemon answered ("error CODE: message", "closed") and exits 0 when the
  * daemon behaved: answered with an error and/or closed the connection.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <time.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,6 +131,38 @@ int main(int argc, char **argv)
 	}
 
 	fd = connect_to(argv[1]);
+	if (!strcmp(mode, "statusflood")) {
+		int secs = argc > 3 ? atoi(argv[3]) : 5;
+		Hostprof__Request req = HOSTPROF__REQUEST__INIT;
+		Hostprof__StatusRequest st = HOSTPROF__STATUS_REQUEST__INIT;
+		uint8_t frame[64];
+		size_t len = hostprof__request__get_packed_size(&req);
+		long sent = 0;
+		time_t end = time(NULL) + secs;
+
+		send_hello(fd, HP_PROTOCOL_VERSION);
+		req.body_case = HOSTPROF__REQUEST__BODY_STATUS;
+		req.status = &st;
+		len = hostprof__request__get_packed_size(&req);
+		frame[0] = len, frame[1] = frame[2] = frame[3] = 0;
+		hostprof__request__pack(&req, frame + 4);
+		(void)fcntl(fd, F_SETFL, O_NONBLOCK);
+		for (size_t off = 0; time(NULL) < end;) {
+			ssize_t n = write(fd, frame + off, 4 + len - off);
+
+			if (n < 0) {
+				usleep(1000); /* the daemon stopped reading us */
+				continue;
+			}
+			off += n;
+			if (off == 4 + len) {
+				sent++;
+				off = 0;
+			}
+		}
+		printf("statusflood: %ld requests sent\n", sent);
+		return 0;
+	}
 	if (!strcmp(mode, "midstream")) {
 		Hostprof__Request req = HOSTPROF__REQUEST__INIT;
 		Hostprof__SnapshotRequest sreq = HOSTPROF__SNAPSHOT_REQUEST__INIT;

@@ -21,7 +21,7 @@ n=$(decode_perfetto "$tmp/rec.pftrace" | grep -c 'sched_switch {')
 wait_progs "$base" && ok "nothing left attached" || fail "programs left: $(our_progs), $base before"
 
 # it stops early when the process exits
-sleep 0.5 & short=$!
+sleep 1.5 & short=$!  # long enough for the programs to load on a busy machine
 start=$(date +%s%N)
 expect_rc 0 "--record of a process that exits first" -- "$HOSTPROFD" --config /dev/null --record --pid "$short" --duration 30s -o "$tmp/short" --format hps
 took=$(( ($(date +%s%N) - start) / 1000000 ))
