@@ -89,17 +89,6 @@
 #define CPUS_PID UINT32_C(4194304) /* PID_MAX_LIMIT: above every pid and tid */
 #define CPUS_NAME "CPUs"
 
-/* The kernel's sched_switch prev_state encoding, as in SchedSwitchTable. */
-#define STATE_RUNNING 0x0
-#define STATE_PREEMPTED 0x100
-#define STATE_RUNNABLE(s) ((s) == STATE_RUNNING || (s) == STATE_PREEMPTED)
-
-/* IrqTable.kind and .flags; LockTable.flags */
-#define IRQ_KIND_HARD 1
-#define IRQ_KIND_SOFT 2
-#define IRQ_FLAG_RUNNING 0x1
-#define IRQ_FLAG_WAITING 0x2
-
 enum { ST_UNKNOWN, ST_RUNNING, ST_RUNNABLE, ST_BLOCKED };
 
 struct thread {
@@ -168,7 +157,7 @@ static const char *str_at(const Hostprof__Snapshot *s, uint32_t idx)
 /* The trace viewer's colour for a thread blocked in this state. */
 static const char *blocked_cname(uint32_t state)
 {
-	return state == 0x2 ? "thread_state_uninterruptible" : "thread_state_sleeping";
+	return state == HPS_STATE_UNINTERRUPTIBLE ? "thread_state_uninterruptible" : "thread_state_sleeping";
 }
 
 static int cmp_cut(const void *a, const void *b)
@@ -314,7 +303,7 @@ static int build_threads(struct json *x)
 		note(x, mg->tid[i], mg->pid[i], NULL);
 	for (i = 0; te && i < te->n_ts_delta; i++) {
 		note(x, te->tid[i], te->pid[i], NULL);
-		note(x, te->child_tid[i], te->child_pid[i], te->kind[i] == 1 ? str_at(s, te->comm[i]) : NULL);
+		note(x, te->child_tid[i], te->child_pid[i], te->kind[i] == HPS_TASK_FORK ? str_at(s, te->comm[i]) : NULL);
 	}
 	for (i = 0; rc && i < rc->n_ts_delta; i++)
 		note(x, rc->tid[i], rc->pid[i], NULL);
@@ -579,7 +568,12 @@ static void write_task_events(struct json *x)
 {
 	const Hostprof__Snapshot *s = x->snap;
 	const Hostprof__TaskEventTable *t = s->task_events;
-	static const char *const names[] = { [1] = "fork", [2] = "exit", [3] = "exec", [4] = "rename" };
+	static const char *const names[] = {
+		[HPS_TASK_FORK] = "fork",
+		[HPS_TASK_EXIT] = "exit",
+		[HPS_TASK_EXEC] = "exec",
+		[HPS_TASK_RENAME] = "rename",
+	};
 	uint64_t ts = s->start_ns;
 	size_t i, n = t ? t->n_ts_delta : 0;
 	char buf[32];
@@ -593,7 +587,7 @@ static void write_task_events(struct json *x)
 			name = buf;
 		}
 		instant_begin(x, name, "task", t->pid[i], t->tid[i], ts);
-		if (t->kind[i] == 1) {
+		if (t->kind[i] == HPS_TASK_FORK) {
 			jsonw_uint_field(x->j, "child_tid", t->child_tid[i]);
 			jsonw_uint_field(x->j, "child_pid", t->child_pid[i]);
 		}
@@ -658,30 +652,30 @@ static void write_irqs(struct json *x)
 		const char *what = str_at(s, t->name[i]);
 
 		ts += t->ts_delta[i];
-		if (t->kind[i] == IRQ_KIND_HARD && *what)
+		if (t->kind[i] == HPS_IRQ_HARD && *what)
 			snprintf(name, sizeof(name), "IRQ %" PRIu32 " (%s)", t->num[i], what);
-		else if (t->kind[i] == IRQ_KIND_HARD)
+		else if (t->kind[i] == HPS_IRQ_HARD)
 			snprintf(name, sizeof(name), "IRQ %" PRIu32, t->num[i]);
-		else if (t->kind[i] == IRQ_KIND_SOFT)
+		else if (t->kind[i] == HPS_IRQ_SOFT)
 			snprintf(name, sizeof(name), "softirq %s", *what ? what : hps_softirq_name(t->num[i]));
 		else
 			continue;
-		event_begin(x, "X", name, t->kind[i] == IRQ_KIND_HARD ? "irq" : "softirq", CPUS_PID,
+		event_begin(x, "X", name, t->kind[i] == HPS_IRQ_HARD ? "irq" : "softirq", CPUS_PID,
 			    (uint64_t)CPUS_PID + 1 + t->cpu[i], ts);
 		jsonw_fixed_field(j, "dur", (int64_t)t->dur_ns[i], 3);
 		jsonw_name(j, "args");
 		jsonw_begin_object(j);
-		if (t->kind[i] == IRQ_KIND_HARD) {
+		if (t->kind[i] == HPS_IRQ_HARD) {
 			jsonw_uint_field(j, "irq", t->num[i]);
 			jsonw_string_field(j, "handler", what);
 		} else {
 			jsonw_uint_field(j, "vec", t->num[i]);
 		}
-		if ((t->flags[i] & IRQ_FLAG_RUNNING) && t->tid[i]) {
+		if ((t->flags[i] & HPS_IRQ_INTERRUPTED) && t->tid[i]) {
 			task_name(x, t->tid[i], task, sizeof(task));
 			jsonw_string_field(j, "interrupted", task);
 		}
-		if (t->flags[i] & IRQ_FLAG_WAITING)
+		if (t->flags[i] & HPS_IRQ_WAITED)
 			jsonw_uint_field(j, "waiting_pid", t->pid[i]);
 		jsonw_end_object(j);
 		jsonw_end_object(j);
@@ -933,7 +927,7 @@ static void on_switch_out(struct json *x, size_t i, uint64_t ts)
 		thread_span(x, t, &sp, t->since, ts);
 		cpu_span(x, t, sw->prev_state[i], ts);
 	}
-	t->st = STATE_RUNNABLE(sw->prev_state[i]) ? ST_RUNNABLE : ST_BLOCKED;
+	t->st = HPS_STATE_RUNNABLE(sw->prev_state[i]) ? ST_RUNNABLE : ST_BLOCKED;
 	t->woken = false;
 	t->state = sw->prev_state[i];
 	t->by_tid = sw->next_tid[i];
@@ -958,7 +952,7 @@ static void on_switch_in(struct json *x, size_t i, uint64_t ts)
 			break;
 		case ST_BLOCKED:
 			/* woken by what the wakeup table did not keep: the wait says when */
-			if (kind == 1 && wait && wait <= ts - t->since) {
+			if (kind == HPS_WAIT_WAKEUP && wait && wait <= ts - t->since) {
 				blocked_span(x, t, ts - wait, 0, NULL);
 				t->woken = true;
 				t->by_tid = 0;
@@ -969,9 +963,9 @@ static void on_switch_in(struct json *x, size_t i, uint64_t ts)
 			break;
 		case ST_UNKNOWN:
 			/* its first event: the wait measured in the kernel is still known */
-			if ((kind == 1 || kind == 2) && wait && wait <= ts - s->start_ns) {
-				t->woken = kind == 1;
-				t->state = STATE_RUNNING;
+			if ((kind == HPS_WAIT_WAKEUP || kind == HPS_WAIT_PREEMPT) && wait && wait <= ts - s->start_ns) {
+				t->woken = kind == HPS_WAIT_WAKEUP;
+				t->state = HPS_STATE_RUNNING;
 				t->by_tid = 0;
 				runnable_span(x, t, ts - wait, ts);
 			}

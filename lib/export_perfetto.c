@@ -375,13 +375,7 @@ enum {
 /* What a bundle holds: a sched_switch row, a WakeupTable row, an IrqTable row's entry or exit. */
 enum { EV_SWITCH, EV_WAKING, EV_IRQ_ENTRY, EV_IRQ_EXIT };
 
-/* IrqTable.kind and .flags */
-#define IRQ_KIND_HARD 1
-#define IRQ_KIND_SOFT 2
-#define IRQ_FLAG_RUNNING 0x1
 #define SOFTIRQ_VECTORS 10 /* HI 0 .. RCU 9: the ones trace_processor has a name for */
-
-/* LockTable.flags: the lock is the mmap_lock of the thread's own process */
 
 #define PRIO_UNKNOWN INT32_MIN
 
@@ -850,9 +844,9 @@ static void write_irq(struct exporter *e, size_t i, uint64_t ts, bool exit)
 
 	ev = pbw_begin(w, BUNDLE_EVENT);
 	pbw_varint(w, FTRACE_EVENT_TIMESTAMP, ts);
-	if ((t->flags[i] & IRQ_FLAG_RUNNING) && t->tid[i])
+	if ((t->flags[i] & HPS_IRQ_INTERRUPTED) && t->tid[i])
 		pbw_varint(w, FTRACE_EVENT_PID, t->tid[i]);
-	if (t->kind[i] == IRQ_KIND_HARD) {
+	if (t->kind[i] == HPS_IRQ_HARD) {
 		if (exit) {
 			irq = pbw_begin(w, FTRACE_EVENT_IRQ_HANDLER_EXIT);
 			pbw_int(w, IRQ_HANDLER_EXIT_IRQ, (int32_t)t->num[i]);
@@ -1009,7 +1003,7 @@ static int add_irq_entry(struct exporter *e, size_t i, uint64_t ts)
 	const Hostprof__IrqTable *t = e->snap->irqs;
 	int r;
 
-	if (t->kind[i] != IRQ_KIND_HARD && !(t->kind[i] == IRQ_KIND_SOFT && t->num[i] < SOFTIRQ_VECTORS))
+	if (t->kind[i] != HPS_IRQ_HARD && !(t->kind[i] == HPS_IRQ_SOFT && t->num[i] < SOFTIRQ_VECTORS))
 		return 0;
 	r = batch_add(e, t->cpu[i], EV_IRQ_ENTRY, i, ts, 0);
 	if (r < 0)

@@ -81,21 +81,6 @@
 
 #define STACK_INDENT 32 /* text: frames under the off-CPU columns */
 
-#define STATE_D 0x2 /* TASK_UNINTERRUPTIBLE in the sched_switch encoding */
-
-/* Snapshot.interference: the tables captured */
-#define INTERF_IRQ 0x1
-#define INTERF_RECLAIM 0x2
-#define INTERF_FAULTS 0x4
-#define INTERF_LOCKS 0x8
-#define INTERF_FAULT_TYPES 0x10 /* FaultTable.faults/write/exec/prot are filled */
-
-#define IRQ_HARD 1 /* IrqTable.kind */
-#define IRQ_SOFT 2
-#define IRQ_RAN 0x1 /* IrqTable.flags: it interrupted tid */
-#define IRQ_WAITED 0x2 /* a thread of pid waited on its CPU */
-#define RECLAIM_COMPACT 3 /* ReclaimTable.kind: result is a status, not pages */
-
 
 /* Room for one more element in *arrp, which holds n of *cap. */
 static int reserve_one(void *arrp, size_t n, size_t *cap, size_t size)
@@ -567,7 +552,7 @@ struct model {
 	struct rq_wait *waits; /* of every thread, by begin */
 	size_t n_waits, cap_waits;
 	uint64_t samples; /* of the process */
-	uint32_t interference; /* INTERF_*: the tables captured */
+	uint32_t interference; /* HPS_INTERF_*: the tables captured */
 	uint64_t unmatched_count, unmatched_ns; /* interrupts while a thread waited, matched to none */
 	struct stall worst;
 	/* interference: the longest candidate, and the one that best explains the worst stall */
@@ -668,15 +653,15 @@ static int model_threads(struct model *m)
 		ADD_TID(s->migrations->pid[i], s->migrations->tid[i]);
 	for (size_t i = 0; i < s->n_syscall_hist; i++)
 		ADD_TID(s->syscall_hist[i]->pid, s->syscall_hist[i]->tid);
-	for (size_t i = 0; (m->interference & INTERF_IRQ) && s->irqs && i < s->irqs->n_ts_delta; i++)
-		if (s->irqs->flags[i] & IRQ_RAN)
+	for (size_t i = 0; (m->interference & HPS_INTERF_IRQ) && s->irqs && i < s->irqs->n_ts_delta; i++)
+		if (s->irqs->flags[i] & HPS_IRQ_INTERRUPTED)
 			ADD_TID(s->irqs->pid[i], s->irqs->tid[i]);
-	for (size_t i = 0; (m->interference & INTERF_RECLAIM) && s->reclaims && i < s->reclaims->n_ts_delta;
+	for (size_t i = 0; (m->interference & HPS_INTERF_RECLAIM) && s->reclaims && i < s->reclaims->n_ts_delta;
 	     i++)
 		ADD_TID(s->reclaims->pid[i], s->reclaims->tid[i]);
-	for (size_t i = 0; (m->interference & INTERF_FAULTS) && s->faults && i < s->faults->n_ts_delta; i++)
+	for (size_t i = 0; (m->interference & HPS_INTERF_FAULTS) && s->faults && i < s->faults->n_ts_delta; i++)
 		ADD_TID(s->faults->pid[i], s->faults->tid[i]);
-	for (size_t i = 0; (m->interference & INTERF_LOCKS) && s->locks && i < s->locks->n_ts_delta; i++)
+	for (size_t i = 0; (m->interference & HPS_INTERF_LOCKS) && s->locks && i < s->locks->n_ts_delta; i++)
 		ADD_TID(s->locks->pid[i], s->locks->tid[i]);
 #undef ADD_TID
 
@@ -884,13 +869,13 @@ static int analyze_switches(struct model *m)
 					return r;
 				w->rq[w->n_rq++] = wait;
 				/* a preemption seen in the window is a wait already */
-				if (kind == 1 || !was_preempted) {
+				if (kind == HPS_WAIT_WAKEUP || !was_preempted) {
 					r = add_wait(m, w, ts > wait ? ts - wait : 0, ts, sw->cpu[i],
 						     sw->cpu[i]);
 					if (r < 0)
 						return r;
 				}
-				if (kind == 1) {
+				if (kind == HPS_WAIT_WAKEUP) {
 					struct stall st = { .kind = STALL_RUNQUEUE,
 							    .involuntary = true,
 							    .thread = thread_index(m, w),
@@ -911,7 +896,7 @@ static int analyze_switches(struct model *m)
 			r = add_cpu(w, sw->cpu[i]);
 			if (r < 0)
 				return r;
-			if (HP_STATE_RUNNABLE(sw->prev_state[i])) {
+			if (HPS_STATE_RUNNABLE(sw->prev_state[i])) {
 				r = preemption_begin(w, sw, i, ts);
 				if (r < 0)
 					return r;
@@ -1109,7 +1094,7 @@ static int analyze_offcpu(struct model *m)
 		struct wthread *w = find_thread(m, t->pid[i], t->tid[i]);
 		struct offcpu_group *g = w->n_off ? &w->off[w->n_off - 1] : NULL;
 		struct stall st = { .kind = STALL_BLOCKED,
-				    .involuntary = (t->state[i] & STATE_D) != 0,
+				    .involuntary = (t->state[i] & HPS_STATE_UNINTERRUPTIBLE) != 0,
 				    .thread = thread_index(m, w),
 				    .row = i,
 				    .ts = m->off_ts[i],
@@ -1384,7 +1369,7 @@ static int analyze_irqs(struct model *m)
 {
 	const Hostprof__Snapshot *s = m->snap;
 	const Hostprof__IrqTable *t = s->irqs;
-	size_t n = (m->interference & INTERF_IRQ) && t ? t->n_ts_delta : 0, n_cpus = 0;
+	size_t n = (m->interference & HPS_INTERF_IRQ) && t ? t->n_ts_delta : 0, n_cpus = 0;
 	_cleanup_free_ uint64_t *soft_end = NULL; /* by CPU: when its latest softirq ended */
 	_cleanup_free_ const struct rq_wait **active = NULL; /* waits that may hold the rows to come */
 	size_t n_active = 0, cap_active = 0, next_wait = 0, keep;
@@ -1407,12 +1392,12 @@ static int analyze_irqs(struct model *m)
 
 		/* rows come in order of entry: a softirq before the hard IRQs nested in it */
 		if (cpu < n_cpus) {
-			if (t->kind[i] == IRQ_SOFT)
+			if (t->kind[i] == HPS_IRQ_SOFT)
 				soft_end[cpu] = MAX(soft_end[cpu], end);
 			else
 				nested = ts < soft_end[cpu];
 		}
-		w = t->flags[i] & IRQ_RAN ? find_thread(m, t->pid[i], t->tid[i]) : NULL;
+		w = t->flags[i] & HPS_IRQ_INTERRUPTED ? find_thread(m, t->pid[i], t->tid[i]) : NULL;
 		if (w) {
 			struct stall st = { .kind = STALL_IRQ,
 					    .involuntary = true,
@@ -1430,7 +1415,7 @@ static int analyze_irqs(struct model *m)
 				return r;
 			consider_cause(m, &st);
 		}
-		if (!(t->flags[i] & IRQ_WAITED) || t->pid[i] != s->pid)
+		if (!(t->flags[i] & HPS_IRQ_WAITED) || t->pid[i] != s->pid)
 			continue;
 		/* rows come by ts: a wait that ended before this row ended before every later one */
 		keep = 0;
@@ -1486,7 +1471,7 @@ static int analyze_reclaims(struct model *m)
 {
 	const Hostprof__Snapshot *s = m->snap;
 	const Hostprof__ReclaimTable *t = s->reclaims;
-	size_t n = (m->interference & INTERF_RECLAIM) && t ? t->n_ts_delta : 0;
+	size_t n = (m->interference & HPS_INTERF_RECLAIM) && t ? t->n_ts_delta : 0;
 	int r;
 
 	r = hps_abs_times(s->start_ns, t ? t->ts_delta : NULL, n, &m->rcl_ts);
@@ -1516,7 +1501,7 @@ static int analyze_reclaims(struct model *m)
 		}
 		g->count++;
 		g->time_ns += dur;
-		if (t->kind[i] != RECLAIM_COMPACT) /* wraps rather than overflows on nonsense */
+		if (t->kind[i] != HPS_RECLAIM_COMPACT) /* wraps rather than overflows on nonsense */
 			g->pages = (int64_t)((uint64_t)g->pages + (uint64_t)t->result[i]);
 		w->active = w->interfered = true;
 		w->rcl_count++;
@@ -1542,7 +1527,7 @@ static int analyze_faults(struct model *m)
 {
 	const Hostprof__Snapshot *s = m->snap;
 	const Hostprof__FaultTable *t = s->faults;
-	size_t n = (m->interference & INTERF_FAULTS) && t ? t->n_ts_delta : 0;
+	size_t n = (m->interference & HPS_INTERF_FAULTS) && t ? t->n_ts_delta : 0;
 	int r;
 
 	r = hps_abs_times(s->start_ns, t ? t->ts_delta : NULL, n, &m->flt_ts);
@@ -1590,7 +1575,7 @@ static int analyze_locks(struct model *m)
 {
 	const Hostprof__Snapshot *s = m->snap;
 	const Hostprof__LockTable *t = s->locks;
-	size_t n = (m->interference & INTERF_LOCKS) && t ? t->n_ts_delta : 0;
+	size_t n = (m->interference & HPS_INTERF_LOCKS) && t ? t->n_ts_delta : 0;
 	int r;
 
 	r = hps_abs_times(s->start_ns, t ? t->ts_delta : NULL, n, &m->lck_ts);
@@ -1652,7 +1637,7 @@ static int analyze(const Hostprof__Snapshot *snap, struct model *ret)
 	r = hps_validate(snap);
 	if (r < 0)
 		return r;
-	m.interference = snap->interference & (INTERF_IRQ | INTERF_RECLAIM | INTERF_FAULTS | INTERF_LOCKS | INTERF_FAULT_TYPES);
+	m.interference = snap->interference & HPS_INTERF_ALL;
 	r = frame_names_init(snap, &m.fn);
 	if (r >= 0)
 		r = model_threads(&m);
@@ -1790,20 +1775,19 @@ static const char *policy_name(uint32_t policy)
 	return policy < ARRAY_SIZE(names) ? names[policy] : "SCHED_?";
 }
 
-/* A sched_switch state as ps and the tracepoint print it: "R", "R+", "S", "D", "SD"... */
+/* Sched_switch states, one or several ORed, as ps prints them: "R", "R+", "S", "D", "SD"... */
 static void state_name(uint32_t state, char *buf, size_t len)
 {
-	static const char letters[] = "SDTtXZPI";
 	size_t n = 0;
 
-	if (state == 0 || state == 0x100) {
-		snprintf(buf, len, "%s", state ? "R+" : "R");
+	if (state == HPS_STATE_RUNNING || state == HPS_STATE_PREEMPTED) {
+		snprintf(buf, len, "%s", hps_state_name(state, NULL, 0));
 		return;
 	}
-	for (size_t b = 0; b < sizeof(letters) - 1 && n + 1 < len; b++)
-		if (state & (1u << b))
-			buf[n++] = letters[b];
-	if (state & ~0x1ffu && n + 1 < len)
+	for (uint32_t bit = 0x1; bit < HPS_STATE_PREEMPTED && n + 1 < len; bit <<= 1)
+		if (state & bit)
+			buf[n++] = hps_state_name(bit, NULL, 0)[0]; /* one letter each */
+	if (state & ~HPS_STATE_KNOWN && n + 1 < len)
 		buf[n++] = '?';
 	buf[n] = '\0';
 }
@@ -1876,7 +1860,7 @@ static void irq_desc(const Hostprof__Snapshot *s, uint32_t kind, uint32_t num, u
 {
 	const char *nm = hps_str(s, name);
 
-	if (kind == IRQ_SOFT)
+	if (kind == HPS_IRQ_SOFT)
 		snprintf(buf, len, "softirq %s", nm[0] ? nm : hps_softirq_name(num));
 	else if (nm[0])
 		snprintf(buf, len, "irq %" PRIu32 " %s", num, nm);
@@ -1901,7 +1885,7 @@ static void lock_desc(const Hostprof__Snapshot *s, uint32_t name, uint32_t flags
 /* ReclaimTable.result: "1234 pages reclaimed", or a compaction's "status 2" */
 static void reclaim_result(uint32_t kind, int64_t result, char *buf, size_t len)
 {
-	if (kind == RECLAIM_COMPACT)
+	if (kind == HPS_RECLAIM_COMPACT)
 		snprintf(buf, len, "status %" PRId64, result);
 	else
 		snprintf(buf, len, "%" PRId64 " page%s reclaimed", result, result == 1 ? "" : "s");
@@ -2114,13 +2098,13 @@ static void cpu_list(FILE *f, const struct wthread *w)
 
 /* ---- text ------------------------------------------------------------------------------- */
 
-/* By INTERF_ bit. fault-types only refines faults (off by default): it is named when
+/* By HPS_INTERF_ bit. fault-types only refines faults (off by default): it is named when
  * captured, never as missing. */
 static const char *const interference_names[] = { "irqs", "reclaim", "faults", "locks", "fault-types" };
 
 static bool interference_missing(const struct model *m, size_t b)
 {
-	return !(m->interference & (1u << b)) && 1u << b != INTERF_FAULT_TYPES;
+	return !(m->interference & (1u << b)) && 1u << b != HPS_INTERF_FAULT_TYPES;
 }
 
 /* Which interference tables the snapshot has, once; nothing when it has none. */
@@ -2139,9 +2123,9 @@ static void text_interference_header(const struct model *m, FILE *f)
 		fprintf(f, "%s %s", first ? "" : ",", interference_names[b]);
 		first = false;
 		min[0] = '\0';
-		if (1u << b == INTERF_IRQ)
+		if (1u << b == HPS_INTERF_IRQ)
 			min_desc(s->irq_min_ns, min, sizeof(min));
-		else if (1u << b == INTERF_LOCKS)
+		else if (1u << b == HPS_INTERF_LOCKS)
 			min_desc(s->lock_min_ns, min, sizeof(min));
 		fputs(min, f);
 	}
@@ -2421,13 +2405,13 @@ static void text_reclaim(const struct model *m, const struct wthread *w, FILE *f
 		const struct reclaim_group *g = &w->rcl[k];
 		char res[64];
 
-		if (g->kind == RECLAIM_COMPACT)
+		if (g->kind == HPS_RECLAIM_COMPACT)
 			reclaim_result(g->kind, t->result[g->max_row], res, sizeof(res));
 		else
 			reclaim_result(g->kind, g->pages, res, sizeof(res));
 		fprintf(f, "      %8" PRIu64 " %10.3f %10.3f  %s, order %" PRId32 ": %s%s\n", g->count,
 			ms(g->time_ns), ms(g->max_ns), hps_reclaim_kind_name(g->kind), g->order, res,
-			g->kind == RECLAIM_COMPACT && g->count > 1 ? " (the longest)" : "");
+			g->kind == HPS_RECLAIM_COMPACT && g->count > 1 ? " (the longest)" : "");
 	}
 	if (w->n_rcl > TOP_RECLAIMS)
 		fprintf(f, "      ... %zu more\n", w->n_rcl - TOP_RECLAIMS);
@@ -2506,13 +2490,13 @@ static void text_interference(const struct model *m, const struct wthread *w, FI
 		return;
 	}
 	fprintf(f, "  interference\n");
-	if (m->interference & INTERF_IRQ)
+	if (m->interference & HPS_INTERF_IRQ)
 		text_irqs(m, w, f);
-	if (m->interference & INTERF_RECLAIM)
+	if (m->interference & HPS_INTERF_RECLAIM)
 		text_reclaim(m, w, f);
-	if (m->interference & INTERF_FAULTS)
+	if (m->interference & HPS_INTERF_FAULTS)
 		text_faults(m, w, f);
-	if (m->interference & INTERF_LOCKS)
+	if (m->interference & HPS_INTERF_LOCKS)
 		text_locks(m, w, f);
 }
 
@@ -2637,7 +2621,7 @@ static void json_stack(const struct model *m, uint32_t idx1, bool kernel, struct
 
 static const char *irq_kind_name(uint32_t kind)
 {
-	return kind == IRQ_SOFT ? "softirq" : kind == IRQ_HARD ? "hardirq" : "?";
+	return kind == HPS_IRQ_SOFT ? "softirq" : kind == HPS_IRQ_HARD ? "hardirq" : "?";
 }
 
 /* An IrqTable row's or group's kind, number and name. */
@@ -2648,7 +2632,7 @@ static void json_irq_id(struct jsonw *j, const Hostprof__Snapshot *s, uint32_t k
 
 	jsonw_string_field(j, "kind", irq_kind_name(kind));
 	jsonw_uint_field(j, "num", num);
-	jsonw_string_field(j, "name", !nm[0] && kind == IRQ_SOFT ? hps_softirq_name(num) : nm);
+	jsonw_string_field(j, "name", !nm[0] && kind == HPS_IRQ_SOFT ? hps_softirq_name(num) : nm);
 }
 
 /* A kernel address as a string: JSON numbers lose bits above 2^53 in most readers. */
@@ -3155,7 +3139,7 @@ static void json_reclaim(const struct model *m, const struct wthread *w, struct 
 		jsonw_uint_field(j, "count", g->count);
 		jsonw_uint_field(j, "time_ns", g->time_ns);
 		jsonw_uint_field(j, "max_ns", g->max_ns);
-		if (g->kind != RECLAIM_COMPACT)
+		if (g->kind != HPS_RECLAIM_COMPACT)
 			jsonw_int_field(j, "pages_reclaimed", g->pages);
 		jsonw_name(j, "longest");
 		jsonw_begin_object(j);
@@ -3248,18 +3232,18 @@ static void json_interference(const struct model *m, const struct wthread *w, st
 		return;
 	jsonw_name(j, "interference");
 	jsonw_begin_object(j);
-	if (m->interference & INTERF_IRQ) {
+	if (m->interference & HPS_INTERF_IRQ) {
 		jsonw_name(j, "irqs");
 		jsonw_begin_object(j);
 		json_irq_side(m, &w->irq_ran, "while_running", j);
 		json_irq_side(m, &w->irq_waited, "while_waiting", j);
 		jsonw_end_object(j);
 	}
-	if (m->interference & INTERF_RECLAIM)
+	if (m->interference & HPS_INTERF_RECLAIM)
 		json_reclaim(m, w, j);
-	if (m->interference & INTERF_FAULTS)
+	if (m->interference & HPS_INTERF_FAULTS)
 		json_faults(m, w, j);
-	if (m->interference & INTERF_LOCKS)
+	if (m->interference & HPS_INTERF_LOCKS)
 		json_locks(m, w, j);
 	jsonw_end_object(j);
 }
