@@ -11,8 +11,9 @@
  *
  * Rows (pid, tid) and their metadata ("M": process_name, process_sort_index, thread_name,
  * thread_sort_index):
- *   - one process per pid the snapshot names, a thread row per tid (but 0, the idle task).
- *     Process names from Snapshot.processes, else its main thread's comm;
+ *   - one process per pid the snapshot names, a thread row per thread of the thread index
+ *     (snapview.h: every tid but 0, the idle task) whose pid is known. Process names from
+ *     Snapshot.processes, else its main thread's name;
  *   - the pseudo-process "CPUs" (pid CPUS_PID, which no task can have: PID_MAX_LIMIT) with
  *     a row "CPU n" per CPU (tid CPUS_PID + 1 + n), sorted first.
  *
@@ -84,6 +85,7 @@
 #include "hps.h"
 #include "jsonw.h"
 #include "macro.h"
+#include "snapview.h"
 
 #define JSON_LONG_WAIT_NS (3 * NSEC_PER_MSEC)
 #define CPUS_PID UINT32_C(4194304) /* PID_MAX_LIMIT: above every pid and tid */
@@ -91,10 +93,10 @@
 
 enum { ST_UNKNOWN, ST_RUNNING, ST_RUNNABLE, ST_BLOCKED };
 
+/* What the export keeps of a thread of the view, while it walks the switches. */
 struct thread {
-	uint32_t tid, pid;
-	const char *comm;
-	bool watched;
+	const struct snapview_thread *id;
+	bool watched; /* of Snapshot.pid: every one of its switches is in the table */
 	uint8_t st; /* ST_*: what the thread is doing since `since` */
 	bool woken; /* ST_RUNNABLE: after a wakeup, not a preemption */
 	uint32_t cpu; /* ST_RUNNING: where */
@@ -124,8 +126,8 @@ struct json {
 	FILE *out;
 	int err; /* the first write error, -errno */
 	struct jsonw *j;
-	struct thread *threads;
-	size_t nthreads;
+	struct snapview view;
+	struct thread *threads; /* by position in view.threads */
 	struct cut *cuts; /* sorted by thread, then time */
 	size_t ncuts;
 	struct fault_ref *faults; /* sorted by thread, then time */
@@ -194,31 +196,9 @@ static size_t sort_unique(uint32_t *v, size_t n)
 
 static struct thread *thread_find(struct json *x, uint32_t tid)
 {
-	size_t lo = 0, hi = x->nthreads;
+	ssize_t k = snapview_index(&x->view, tid);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (x->threads[mid].tid == tid)
-			return &x->threads[mid];
-		if (x->threads[mid].tid < tid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
-}
-
-static void note(struct json *x, uint32_t tid, uint32_t pid, const char *comm)
-{
-	struct thread *t = thread_find(x, tid);
-
-	if (!t)
-		return;
-	if (!t->pid)
-		t->pid = pid;
-	if (!t->comm && comm && *comm)
-		t->comm = comm;
+	return k < 0 ? NULL : &x->threads[k];
 }
 
 static void append(uint32_t *v, size_t *n, const uint32_t *col, size_t len)
@@ -231,88 +211,17 @@ static void append(uint32_t *v, size_t *n, const uint32_t *col, size_t len)
 /* Every thread the snapshot names but the idle task, with its pid and name. */
 static int build_threads(struct json *x)
 {
-	const Hostprof__Snapshot *s = x->snap;
-	const Hostprof__SchedSwitchTable *sw = s->switches;
-	const Hostprof__WakeupTable *wk = s->wakeups;
-	const Hostprof__SyscallTable *sc = s->syscalls;
-	const Hostprof__MigrationTable *mg = s->migrations;
-	const Hostprof__TaskEventTable *te = s->task_events;
-	const Hostprof__ReclaimTable *rc = s->reclaims;
-	const Hostprof__LockTable *lk = s->locks;
-	const Hostprof__FaultTable *ft = s->faults;
-	_cleanup_free_ uint32_t *tids = NULL;
-	size_t i, n = 0, total;
+	int r;
 
-	total = s->n_threads + s->n_markers + (sw ? 2 * sw->n_ts_delta : 0) + (wk ? 2 * wk->n_ts_delta : 0) +
-		(sc ? sc->n_ts_delta : 0) + (mg ? mg->n_ts_delta : 0) + (te ? 2 * te->n_ts_delta : 0) +
-		(rc ? rc->n_ts_delta : 0) + (lk ? lk->n_ts_delta : 0) + (ft ? ft->n_ts_delta : 0);
-	tids = malloc(MAX(total, (size_t)1) * sizeof(*tids));
-	if (!tids)
-		return -ENOMEM;
-	for (i = 0; i < s->n_threads; i++)
-		tids[n++] = s->threads[i]->tid;
-	for (i = 0; i < s->n_markers; i++)
-		tids[n++] = s->markers[i]->tid;
-	if (sw) {
-		append(tids, &n, sw->prev_tid, sw->n_ts_delta);
-		append(tids, &n, sw->next_tid, sw->n_ts_delta);
-	}
-	if (wk) {
-		append(tids, &n, wk->tid, wk->n_ts_delta);
-		append(tids, &n, wk->waker_tid, wk->n_ts_delta);
-	}
-	if (sc)
-		append(tids, &n, sc->tid, sc->n_ts_delta);
-	if (mg)
-		append(tids, &n, mg->tid, mg->n_ts_delta);
-	if (te) {
-		append(tids, &n, te->tid, te->n_ts_delta);
-		append(tids, &n, te->child_tid, te->n_ts_delta);
-	}
-	if (rc)
-		append(tids, &n, rc->tid, rc->n_ts_delta);
-	if (lk)
-		append(tids, &n, lk->tid, lk->n_ts_delta);
-	if (ft)
-		append(tids, &n, ft->tid, ft->n_ts_delta);
-	n = sort_unique(tids, n);
-
-	x->threads = calloc(MAX(n, (size_t)1), sizeof(*x->threads));
+	r = snapview_init(x->snap, &x->view);
+	if (r < 0)
+		return r;
+	x->threads = calloc(MAX(x->view.n_threads, (size_t)1), sizeof(*x->threads));
 	if (!x->threads)
 		return -ENOMEM;
-	for (i = 0; i < n; i++) {
-		if (tids[i] == 0)
-			continue;
-		x->threads[x->nthreads].tid = tids[i];
-		x->nthreads++;
-	}
-
-	for (i = 0; i < s->n_threads; i++)
-		note(x, s->threads[i]->tid, s->threads[i]->pid, s->threads[i]->comm);
-	for (i = 0; sw && i < sw->n_ts_delta; i++) {
-		note(x, sw->prev_tid[i], sw->prev_pid[i], str_at(s, sw->prev_comm[i]));
-		note(x, sw->next_tid[i], sw->next_pid[i], str_at(s, sw->next_comm[i]));
-	}
-	for (i = 0; wk && i < wk->n_ts_delta; i++) {
-		note(x, wk->tid[i], wk->pid[i], NULL);
-		note(x, wk->waker_tid[i], wk->waker_pid[i], str_at(s, wk->waker_comm[i]));
-	}
-	for (i = 0; sc && i < sc->n_ts_delta; i++)
-		note(x, sc->tid[i], sc->pid[i], NULL);
-	for (i = 0; mg && i < mg->n_ts_delta; i++)
-		note(x, mg->tid[i], mg->pid[i], NULL);
-	for (i = 0; te && i < te->n_ts_delta; i++) {
-		note(x, te->tid[i], te->pid[i], NULL);
-		note(x, te->child_tid[i], te->child_pid[i], te->kind[i] == HPS_TASK_FORK ? str_at(s, te->comm[i]) : NULL);
-	}
-	for (i = 0; rc && i < rc->n_ts_delta; i++)
-		note(x, rc->tid[i], rc->pid[i], NULL);
-	for (i = 0; lk && i < lk->n_ts_delta; i++)
-		note(x, lk->tid[i], lk->pid[i], NULL);
-	for (i = 0; ft && i < ft->n_ts_delta; i++)
-		note(x, ft->tid[i], ft->pid[i], NULL);
-	for (i = 0; i < x->nthreads; i++)
-		x->threads[i].watched = x->threads[i].pid == s->pid;
+	for (size_t i = 0; i < x->view.n_threads; i++)
+		x->threads[i] = (struct thread){ .id = &x->view.threads[i],
+						 .watched = x->view.threads[i].pid == x->snap->pid };
 	return 0;
 }
 
@@ -445,16 +354,12 @@ static void metadata(struct json *x, const char *what, uint64_t pid, uint64_t ti
 
 static const char *process_name(struct json *x, uint32_t pid, char *buf, size_t len)
 {
-	const Hostprof__Snapshot *s = x->snap;
-	const struct thread *main_thread;
-	size_t i;
+	const Hostprof__Process *p = snapview_process(&x->view, pid);
 
-	for (i = 0; i < s->n_processes; i++)
-		if (s->processes[i]->pid == pid && s->processes[i]->comm && *s->processes[i]->comm)
-			return s->processes[i]->comm;
-	main_thread = thread_find(x, pid);
-	if (main_thread && main_thread->comm)
-		return main_thread->comm;
+	if (p && p->comm && *p->comm)
+		return p->comm;
+	if (*snapview_comm(&x->view, pid)) /* its main thread's */
+		return snapview_comm(&x->view, pid);
 	snprintf(buf, len, "pid %" PRIu32, pid);
 	return buf;
 }
@@ -468,13 +373,13 @@ static int write_metadata(struct json *x)
 	size_t i, npids = 0, ncpus = 0;
 	char buf[32];
 
-	pids = malloc((x->nthreads + s->n_processes + 1) * sizeof(*pids));
+	pids = malloc((x->view.n_threads + s->n_processes + 1) * sizeof(*pids));
 	cpus = malloc(MAX((sw ? sw->n_ts_delta : 0) + (irq ? irq->n_ts_delta : 0), (size_t)1) * sizeof(*cpus));
 	if (!pids || !cpus)
 		return -ENOMEM;
-	for (i = 0; i < x->nthreads; i++)
-		if (x->threads[i].pid)
-			pids[npids++] = x->threads[i].pid;
+	for (i = 0; i < x->view.n_threads; i++)
+		if (x->view.threads[i].pid)
+			pids[npids++] = x->view.threads[i].pid;
 	for (i = 0; i < s->n_processes; i++)
 		if (s->processes[i]->pid)
 			pids[npids++] = s->processes[i]->pid;
@@ -494,12 +399,12 @@ static int write_metadata(struct json *x)
 	for (i = 0; i < npids && !failed(x); i++)
 		metadata(x, "process_name", pids[i], 0, process_name(x, pids[i], buf, sizeof(buf)),
 			 pids[i] == s->pid ? 1 : 2);
-	for (i = 0; i < x->nthreads && !failed(x); i++) {
-		const struct thread *t = &x->threads[i];
+	for (i = 0; i < x->view.n_threads && !failed(x); i++) {
+		const struct snapview_thread *t = &x->view.threads[i];
 
 		if (!t->pid)
 			continue;
-		if (t->comm) {
+		if (*t->comm) {
 			metadata(x, "thread_name", t->pid, t->tid, t->comm, t->tid);
 		} else {
 			snprintf(buf, sizeof(buf), "tid %" PRIu32, t->tid);
@@ -624,7 +529,7 @@ static void write_markers(struct json *x)
 		const struct thread *t = m->tid ? thread_find(x, m->tid) : NULL;
 
 		instant_begin(x, m->name && *m->name ? m->name : "marker", "marker",
-			      t && t->pid ? t->pid : s->pid, m->tid, m->ts);
+			      t && t->id->pid ? t->id->pid : s->pid, m->tid, m->ts);
 		if (m->detail && *m->detail)
 			jsonw_string_field(x->j, "detail", m->detail);
 		instant_end(x);
@@ -634,9 +539,9 @@ static void write_markers(struct json *x)
 /* "comm:tid" of a thread, "?:tid" when its name is not known. */
 static void task_name(struct json *x, uint32_t tid, char *buf, size_t len)
 {
-	const struct thread *t = thread_find(x, tid);
+	const char *comm = snapview_comm(&x->view, tid);
 
-	snprintf(buf, len, "%s:%" PRIu32, t && t->comm ? t->comm : "?", tid);
+	snprintf(buf, len, "%s:%" PRIu32, *comm ? comm : "?", tid);
 }
 
 static void write_irqs(struct json *x)
@@ -780,7 +685,7 @@ static void span_piece(struct json *x, const struct thread *t, const struct span
 	struct jsonw *j = x->j;
 	char buf[16];
 
-	event_begin(x, "X", sp->name, sp->cat, t->pid, t->tid, start);
+	event_begin(x, "X", sp->name, sp->cat, t->id->pid, t->id->tid, start);
 	jsonw_fixed_field(j, "dur", (int64_t)(end - start), 3);
 	jsonw_string_field(j, "cname", sp->cname);
 	jsonw_name(j, "args");
@@ -837,14 +742,14 @@ static void cpu_span(struct json *x, const struct thread *t, uint32_t end_state,
 	struct jsonw *j = x->j;
 	char name[64], buf[16];
 
-	snprintf(name, sizeof(name), "%s:%" PRIu32, t->comm ? t->comm : "?", t->tid);
+	snprintf(name, sizeof(name), "%s:%" PRIu32, *t->id->comm ? t->id->comm : "?", t->id->tid);
 	event_begin(x, "X", name, "cpu", CPUS_PID, (uint64_t)CPUS_PID + 1 + t->cpu, t->since);
 	jsonw_fixed_field(j, "dur", (int64_t)(end - t->since), 3);
 	jsonw_string_field(j, "cname", "thread_state_running");
 	jsonw_name(j, "args");
 	jsonw_begin_object(j);
-	jsonw_uint_field(j, "tid", t->tid);
-	jsonw_uint_field(j, "pid", t->pid);
+	jsonw_uint_field(j, "tid", t->id->tid);
+	jsonw_uint_field(j, "pid", t->id->pid);
 	jsonw_int_field(j, "prio", t->prio);
 	jsonw_string_field(j, "end_state", hps_state_name(end_state, buf, sizeof(buf)));
 	jsonw_end_object(j);
@@ -1079,6 +984,7 @@ static int write_json(struct json *x)
 static void json_free(struct json *x)
 {
 	jsonw_free(x->j);
+	snapview_free(&x->view);
 	free(x->threads);
 	free(x->cuts);
 	free(x->faults);

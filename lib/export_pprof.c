@@ -15,7 +15,7 @@
  * A sample's location_ids go leaf first: the kernel frames, innermost first, then the user
  * frames. One Location per distinct (address, mapping, name, kernel) among the frames
  * used, with one Line naming its Function; one Function per distinct name (the name
- * report.h's frame_names gives: unresolved frames read "libfoo.so+0x1234" here as in every
+ * snapview.h's frame_names gives: unresolved frames read "libfoo.so+0x1234" here as in every
  * other format). Every Snapshot.mapping becomes a Mapping with id = index + 1;
  * has_functions is set when every frame used in it is resolved, so that pprof may
  * symbolize the others itself when it has the binary.
@@ -52,7 +52,7 @@
 #include "hps.h"
 #include "macro.h"
 #include "pbwriter.h"
-#include "report.h"
+#include "snapview.h"
 
 enum {
 	PROFILE_SAMPLE_TYPE = 1,
@@ -177,7 +177,7 @@ struct pprof {
 	struct pbw w;
 	struct strtab st;
 	struct frame_names fn;
-	struct thread_names tn;
+	struct snapview view;
 	uint64_t *loc_of_frame; /* location id of each frame; 0: not used */
 	uint64_t *func_of_string; /* function id of each name's string index; 0: none yet */
 	size_t n_func_of_string;
@@ -239,7 +239,7 @@ static void put_stack_locations(struct pprof *p, uint32_t idx1)
 
 static void put_sample(struct pprof *p, const struct sample_key *k, bool offcpu, uint64_t period)
 {
-	const char *comm = thread_names_get(&p->tn, k->tid);
+	const char *comm = snapview_comm(&p->view, k->tid);
 	int64_t v[N_VALUES] = {};
 	size_t tok, sub;
 
@@ -554,7 +554,7 @@ int snapshot_export_pprof(const Hostprof__Snapshot *snap, FILE *out)
 	r = frame_names_init(snap, &p.fn);
 	if (r < 0)
 		goto out;
-	r = thread_names_init(snap, &p.tn);
+	r = snapview_init(snap, &p.view);
 	if (r < 0)
 		goto out;
 	r = build_profile(&p);
@@ -570,7 +570,7 @@ out:
 	pbw_free(&p.w);
 	strtab_free(&p.st);
 	frame_names_free(&p.fn);
-	thread_names_free(&p.tn);
+	snapview_free(&p.view);
 	free(p.loc_of_frame);
 	free(p.func_of_string);
 	return r;

@@ -62,6 +62,7 @@
 #include "jsonw.h"
 #include "macro.h"
 #include "report.h"
+#include "snapview.h"
 
 #define TOP_CULPRITS 10
 #define TOP_SYSCALLS 5
@@ -98,134 +99,6 @@ static int reserve_one(void *arrp, size_t n, size_t *cap, size_t size)
 	*arr = p;
 	*cap = ncap;
 	return 0;
-}
-
-/* ---- frame and thread names ------------------------------------------------------------ */
-
-static const char *base_name(const char *path)
-{
-	const char *s = strrchr(path, '/');
-
-	return s ? s + 1 : path;
-}
-
-int frame_names_init(const Hostprof__Snapshot *snap, struct frame_names *ret)
-{
-	struct frame_names fn = {};
-
-	fn.name = calloc(MAX(snap->n_frames, (size_t)1), sizeof(*fn.name));
-	fn.owned = calloc(MAX(snap->n_frames, (size_t)1), sizeof(*fn.owned));
-	if (!fn.name || !fn.owned) {
-		frame_names_free(&fn);
-		return -ENOMEM;
-	}
-	fn.n = snap->n_frames;
-	for (size_t i = 0; i < snap->n_frames; i++) {
-		const Hostprof__Frame *f = snap->frames[i];
-		const char *file = NULL;
-		char *s;
-		int r;
-
-		if (f->function && f->function[0]) {
-			fn.name[i] = f->function;
-			continue;
-		}
-		if (f->mapping && f->mapping <= snap->n_mappings && snap->mappings[f->mapping - 1]->file)
-			file = base_name(snap->mappings[f->mapping - 1]->file);
-		if (file && file[0])
-			r = asprintf(&s, "%s+0x%" PRIx64, file, f->module_offset);
-		else
-			r = asprintf(&s, "[unknown 0x%" PRIx64 "]", f->address);
-		if (r < 0) {
-			frame_names_free(&fn);
-			return -ENOMEM;
-		}
-		fn.owned[fn.n_owned++] = s;
-		fn.name[i] = s;
-	}
-	*ret = fn;
-	return 0;
-}
-
-void frame_names_free(struct frame_names *fn)
-{
-	if (!fn)
-		return;
-	for (size_t i = 0; i < fn->n_owned; i++)
-		free(fn->owned[i]);
-	free(fn->owned);
-	free(fn->name);
-	*fn = (struct frame_names){};
-}
-
-struct thread_entry {
-	uint32_t tid;
-	bool own; /* a thread of snap->pid */
-	size_t order;
-	const char *comm;
-};
-
-static int cmp_thread_entry(const void *a, const void *b)
-{
-	const struct thread_entry *x = a, *y = b;
-
-	if (x->tid != y->tid)
-		return x->tid < y->tid ? -1 : 1;
-	if (x->own != y->own)
-		return x->own ? -1 : 1;
-	return x->order < y->order ? -1 : x->order > y->order;
-}
-
-int thread_names_init(const Hostprof__Snapshot *snap, struct thread_names *ret)
-{
-	_cleanup_free_ struct thread_entry *e = NULL;
-	struct thread_names tn = {};
-
-	e = calloc(MAX(snap->n_threads, (size_t)1), sizeof(*e));
-	tn.v = calloc(MAX(snap->n_threads, (size_t)1), sizeof(*tn.v));
-	if (!e || !tn.v) {
-		free(tn.v);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < snap->n_threads; i++) {
-		const Hostprof__Thread *th = snap->threads[i];
-
-		e[i] = (struct thread_entry){ .tid = th->tid,
-					      .own = th->pid == snap->pid,
-					      .order = i,
-					      .comm = th->comm ? th->comm : "" };
-	}
-	qsort_safe(e, snap->n_threads, sizeof(*e), cmp_thread_entry);
-	for (size_t i = 0; i < snap->n_threads; i++)
-		if (!tn.n || tn.v[tn.n - 1].tid != e[i].tid)
-			tn.v[tn.n++] = (struct thread_name){ .tid = e[i].tid, .comm = e[i].comm };
-	*ret = tn;
-	return 0;
-}
-
-const char *thread_names_get(const struct thread_names *tn, uint32_t tid)
-{
-	size_t lo = 0, hi = tn->n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (tn->v[mid].tid == tid)
-			return tn->v[mid].comm;
-		if (tn->v[mid].tid < tid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return "";
-}
-
-void thread_names_free(struct thread_names *tn)
-{
-	if (!tn)
-		return;
-	free(tn->v);
-	*tn = (struct thread_names){};
 }
 
 /* ---- folded stacks ---------------------------------------------------------------------- */
@@ -280,9 +153,9 @@ static void put_folded_stack(FILE *f, const Hostprof__Snapshot *snap, const stru
 }
 
 static char *render_folded(const Hostprof__Snapshot *snap, const struct frame_names *fn,
-			   const struct thread_names *tn, const struct fold_key *k)
+			   const struct snapview *v, const struct fold_key *k)
 {
-	const char *comm = thread_names_get(tn, k->tid);
+	const char *comm = snapview_comm(v, k->tid);
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f;
@@ -317,7 +190,7 @@ int snapshot_fold(const Hostprof__Snapshot *snap, bool offcpu, struct folded *re
 {
 	_cleanup_free_ struct fold_key *keys = NULL;
 	struct frame_names fn = {};
-	struct thread_names tn = {};
+	struct snapview v = {};
 	struct folded out = {};
 	size_t n = 0, nk = 0;
 	int r;
@@ -348,7 +221,7 @@ int snapshot_fold(const Hostprof__Snapshot *snap, bool offcpu, struct folded *re
 	r = frame_names_init(snap, &fn);
 	if (r < 0)
 		return r;
-	r = thread_names_init(snap, &tn);
+	r = snapview_init(snap, &v);
 	if (r < 0)
 		goto out;
 	out.stacks = calloc(MAX(nk, (size_t)1), sizeof(*out.stacks));
@@ -357,7 +230,7 @@ int snapshot_fold(const Hostprof__Snapshot *snap, bool offcpu, struct folded *re
 		goto out;
 	}
 	for (size_t i = 0; i < nk; i++) {
-		out.stacks[i].frames = render_folded(snap, &fn, &tn, &keys[i]);
+		out.stacks[i].frames = render_folded(snap, &fn, &v, &keys[i]);
 		if (!out.stacks[i].frames) {
 			r = -ENOMEM;
 			goto out;
@@ -395,7 +268,7 @@ int snapshot_fold(const Hostprof__Snapshot *snap, bool offcpu, struct folded *re
 	r = 0;
 out:
 	folded_free(&out);
-	thread_names_free(&tn);
+	snapview_free(&v);
 	frame_names_free(&fn);
 	return r;
 }
@@ -618,13 +491,13 @@ static struct wthread *find_thread(const struct model *m, uint32_t pid, uint32_t
 	return NULL;
 }
 
-/* Collects the tids of snap->pid from every table, then names them. */
+/* Collects the tids of snap->pid from every table, then names them as the view does. */
 static int model_threads(struct model *m)
 {
 	const Hostprof__Snapshot *s = m->snap;
 	const Hostprof__SchedSwitchTable *sw = s->switches;
 	_cleanup_free_ uint32_t *tids = NULL;
-	struct thread_names tn = {};
+	struct snapview v;
 	size_t n = 0, cap = 0;
 	int r;
 
@@ -669,26 +542,16 @@ static int model_threads(struct model *m)
 	m->t = calloc(MAX(n, (size_t)1), sizeof(*m->t));
 	if (!m->t)
 		return -ENOMEM;
-	r = thread_names_init(s, &tn);
+	r = snapview_init(s, &v);
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < n; i++)
 		if (!m->n || m->t[m->n - 1].tid != tids[i]) {
 			m->t[m->n].tid = tids[i];
-			m->t[m->n].comm = thread_names_get(&tn, tids[i]);
+			m->t[m->n].comm = snapview_comm(&v, tids[i]);
 			m->n++;
 		}
-	thread_names_free(&tn);
-	/* a thread missing from Snapshot.threads: the name its switches carry */
-	for (size_t i = 0; sw && i < sw->n_ts_delta; i++) {
-		struct wthread *w = find_thread(m, sw->prev_pid[i], sw->prev_tid[i]);
-
-		if (w && !w->comm[0])
-			w->comm = hps_str(s, sw->prev_comm[i]);
-		w = find_thread(m, sw->next_pid[i], sw->next_tid[i]);
-		if (w && !w->comm[0])
-			w->comm = hps_str(s, sw->next_comm[i]);
-	}
+	snapview_free(&v);
 	return 0;
 }
 

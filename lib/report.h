@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Diagnosis of a snapshot, and the views of it that the report shares with the stack
- * exporters (folded, svg, pprof): frame and thread names, and folded stacks.
+ * Diagnosis of a snapshot, and the folded stacks that the report shares with the stack
+ * exporters (folded, svg, pprof).
  *
  * The full diagnosis is snapshot_report_text() / snapshot_report_json() (export.h). The
  * client's one-line summary of the preemptions of the threads matching a glob is
@@ -31,39 +31,6 @@ struct preempt_summary {
 int report_preemptions(const Hostprof__Snapshot *snap, const char *thread_glob, struct preempt_summary *ret);
 /* One line: "acl_thread: 14 preemptions, 140.2 ms waited (max 10.1 ms), most by hog (pid 7, prio 49): 14, 140.2 ms" */
 void report_preemptions_line(const struct preempt_summary *s, const char *thread_glob, char *buf, size_t len);
-
-/*
- * The display name of every frame of a snapshot, by frame index: Frame.function when it
- * is resolved, else "FILE+0xOFFSET" (the basename of the mapping's file and the frame's
- * module_offset), else "[unknown 0xADDRESS]" when the frame has no mapping. name[i]
- * points into the snapshot or into memory owned here; valid until frame_names_free().
- */
-struct frame_names {
-	const char **name;
-	char **owned;
-	size_t n, n_owned;
-};
-
-int frame_names_init(const Hostprof__Snapshot *snap, struct frame_names *ret);
-void frame_names_free(struct frame_names *fn);
-
-/*
- * Thread names by tid, from Snapshot.threads (a thread of snap->pid wins when a tid
- * appears twice). thread_names_get() returns "" for a tid it does not know.
- */
-struct thread_name {
-	uint32_t tid;
-	const char *comm;
-};
-
-struct thread_names {
-	struct thread_name *v;
-	size_t n;
-};
-
-int thread_names_init(const Hostprof__Snapshot *snap, struct thread_names *ret);
-const char *thread_names_get(const struct thread_names *tn, uint32_t tid);
-void thread_names_free(struct thread_names *tn);
 
 /*
  * Folded stacks, as FlameGraph's stackcollapse scripts write them: the thread's name
