@@ -414,14 +414,6 @@ static int write_metadata(struct json *x)
 	return x->err;
 }
 
-static void write_hex_field(struct jsonw *j, const char *name, uint64_t v)
-{
-	char buf[24];
-
-	snprintf(buf, sizeof(buf), "0x%" PRIx64, v);
-	jsonw_string_field(j, name, buf);
-}
-
 static void write_syscalls(struct json *x)
 {
 	const Hostprof__Snapshot *s = x->snap;
@@ -444,9 +436,9 @@ static void write_syscalls(struct json *x)
 		jsonw_name(j, "args");
 		jsonw_begin_object(j);
 		jsonw_uint_field(j, "nr", t->nr[i]);
-		write_hex_field(j, "arg0", t->arg0[i]);
-		write_hex_field(j, "arg1", t->arg1[i]);
-		write_hex_field(j, "arg2", t->arg2[i]);
+		jsonw_hex_field(j, "arg0", t->arg0[i]);
+		jsonw_hex_field(j, "arg1", t->arg1[i]);
+		jsonw_hex_field(j, "arg2", t->arg2[i]);
 		jsonw_int_field(j, "ret", t->ret[i]);
 		jsonw_uint_field(j, "cpu", t->cpu[i]);
 		jsonw_end_object(j);
@@ -601,7 +593,7 @@ static void write_reclaims(struct json *x)
 		jsonw_name(j, "args");
 		jsonw_begin_object(j);
 		jsonw_int_field(j, "order", t->order[i]);
-		write_hex_field(j, "gfp", t->gfp[i]);
+		jsonw_hex_field(j, "gfp", t->gfp[i]);
 		jsonw_int_field(j, "result", t->result[i]);
 		jsonw_uint_field(j, "cpu", t->cpu[i]);
 		jsonw_end_object(j);
@@ -625,8 +617,8 @@ static void write_locks(struct json *x)
 		jsonw_fixed_field(j, "dur", (int64_t)t->dur_ns[i], 3);
 		jsonw_name(j, "args");
 		jsonw_begin_object(j);
-		write_hex_field(j, "lock", t->lock[i]);
-		write_hex_field(j, "flags", t->flags[i]);
+		jsonw_hex_field(j, "lock", t->lock[i]);
+		jsonw_hex_field(j, "flags", t->flags[i]);
 		jsonw_int_field(j, "ret", t->ret[i]);
 		jsonw_uint_field(j, "cpu", t->cpu[i]);
 		jsonw_end_object(j);
@@ -868,7 +860,8 @@ static void on_switch_in(struct json *x, size_t i, uint64_t ts)
 			break;
 		case ST_UNKNOWN:
 			/* its first event: the wait measured in the kernel is still known */
-			if ((kind == HPS_WAIT_WAKEUP || kind == HPS_WAIT_PREEMPT) && wait && wait <= ts - s->start_ns) {
+			if ((kind == HPS_WAIT_WAKEUP || kind == HPS_WAIT_PREEMPT) && wait &&
+			    wait <= ts - s->start_ns) {
 				t->woken = kind == HPS_WAIT_WAKEUP;
 				t->state = HPS_STATE_RUNNING;
 				t->by_tid = 0;

@@ -49,6 +49,7 @@
 #include <zlib.h>
 
 #include "export.h"
+#include "fold.h"
 #include "hps.h"
 #include "macro.h"
 #include "pbwriter.h"
@@ -210,22 +211,6 @@ static void put_value_type(struct pprof *p, uint32_t field, const char *type, co
 	pbw_end(&p->w, tok);
 }
 
-struct sample_key {
-	uint32_t tid, ustack, kstack;
-	uint64_t value;
-};
-
-static int cmp_sample_key(const void *a, const void *b)
-{
-	const struct sample_key *x = a, *y = b;
-
-	if (x->tid != y->tid)
-		return x->tid < y->tid ? -1 : 1;
-	if (x->ustack != y->ustack)
-		return x->ustack < y->ustack ? -1 : 1;
-	return x->kstack < y->kstack ? -1 : x->kstack > y->kstack;
-}
-
 static void put_stack_locations(struct pprof *p, uint32_t idx1)
 {
 	const Hostprof__Stack *s;
@@ -237,7 +222,7 @@ static void put_stack_locations(struct pprof *p, uint32_t idx1)
 		pbw_raw_varint(&p->w, p->loc_of_frame[s->frames[j]]);
 }
 
-static void put_sample(struct pprof *p, const struct sample_key *k, bool offcpu, uint64_t period)
+static void put_sample(struct pprof *p, const struct stack_count *k, bool offcpu, uint64_t period)
 {
 	const char *comm = snapview_comm(&p->view, k->tid);
 	int64_t v[N_VALUES] = {};
@@ -274,32 +259,13 @@ static void put_sample(struct pprof *p, const struct sample_key *k, bool offcpu,
 /* Merges the rows of one table by (tid, stacks) and writes a Sample for each. */
 static int put_samples(struct pprof *p, bool offcpu, uint64_t period)
 {
-	const Hostprof__Snapshot *s = p->snap;
-	_cleanup_free_ struct sample_key *keys = NULL;
-	size_t n = 0, nk = 0;
+	_cleanup_free_ struct stack_count *keys = NULL;
+	size_t nk;
+	int r;
 
-	if (offcpu && s->offcpu)
-		n = s->offcpu->n_ts_delta;
-	else if (!offcpu && s->samples)
-		n = s->samples->n_ts_delta;
-	keys = calloc(MAX(n, (size_t)1), sizeof(*keys));
-	if (!keys)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		if (offcpu)
-			keys[i] = (struct sample_key){ s->offcpu->tid[i], s->offcpu->ustack[i],
-						       s->offcpu->kstack[i], s->offcpu->dur_ns[i] };
-		else
-			keys[i] = (struct sample_key){ s->samples->tid[i], s->samples->ustack[i],
-						       s->samples->kstack[i], 1 };
-	}
-	qsort_safe(keys, n, sizeof(*keys), cmp_sample_key);
-	for (size_t i = 0; i < n; i++) {
-		if (nk && !cmp_sample_key(&keys[nk - 1], &keys[i]))
-			keys[nk - 1].value += keys[i].value;
-		else
-			keys[nk++] = keys[i];
-	}
+	r = snapshot_stack_counts(p->snap, offcpu, &keys, &nk);
+	if (r < 0)
+		return r;
 	for (size_t i = 0; i < nk; i++)
 		put_sample(p, &keys[i], offcpu, period);
 	return 0;

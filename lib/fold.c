@@ -11,14 +11,9 @@
 #include "macro.h"
 #include "snapview.h"
 
-struct fold_key {
-	uint32_t tid, ustack, kstack;
-	uint64_t value;
-};
-
-static int cmp_fold_key(const void *a, const void *b)
+static int cmp_stack_count(const void *a, const void *b)
 {
-	const struct fold_key *x = a, *y = b;
+	const struct stack_count *x = a, *y = b;
 
 	if (x->tid != y->tid)
 		return x->tid < y->tid ? -1 : 1;
@@ -26,6 +21,37 @@ static int cmp_fold_key(const void *a, const void *b)
 		return x->ustack < y->ustack ? -1 : 1;
 	if (x->kstack != y->kstack)
 		return x->kstack < y->kstack ? -1 : 1;
+	return 0;
+}
+
+int snapshot_stack_counts(const Hostprof__Snapshot *snap, bool offcpu, struct stack_count **ret,
+			  size_t *ret_n)
+{
+	const Hostprof__OffCpuTable *off = snap->offcpu;
+	const Hostprof__SampleTable *smp = snap->samples;
+	struct stack_count *c;
+	size_t n = 0, nc = 0;
+
+	if (offcpu && off)
+		n = off->n_ts_delta;
+	else if (!offcpu && smp)
+		n = smp->n_ts_delta;
+	c = calloc(MAX(n, (size_t)1), sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		c[i] = offcpu ? (struct stack_count){ off->tid[i], off->ustack[i], off->kstack[i],
+						      off->dur_ns[i] } :
+				(struct stack_count){ smp->tid[i], smp->ustack[i], smp->kstack[i], 1 };
+	qsort_safe(c, n, sizeof(*c), cmp_stack_count);
+	for (size_t i = 0; i < n; i++) {
+		if (nc && !cmp_stack_count(&c[nc - 1], &c[i]))
+			c[nc - 1].value += c[i].value;
+		else
+			c[nc++] = c[i];
+	}
+	*ret = c;
+	*ret_n = nc;
 	return 0;
 }
 
@@ -61,7 +87,7 @@ static void put_folded_stack(FILE *f, const Hostprof__Snapshot *snap, const stru
 }
 
 static char *render_folded(const Hostprof__Snapshot *snap, const struct frame_names *fn,
-			   const struct snapview *v, const struct fold_key *k)
+			   const struct snapview *v, const struct stack_count *k)
 {
 	const char *comm = snapview_comm(v, k->tid);
 	char *buf = NULL;
@@ -96,36 +122,16 @@ void folded_free(struct folded *f)
 
 int snapshot_fold(const Hostprof__Snapshot *snap, bool offcpu, struct folded *ret)
 {
-	_cleanup_free_ struct fold_key *keys = NULL;
+	_cleanup_free_ struct stack_count *keys = NULL;
 	struct frame_names fn = {};
 	struct snapview v = {};
 	struct folded out = {};
-	size_t n = 0, nk = 0;
+	size_t nk;
 	int r;
 
-	if (offcpu && snap->offcpu)
-		n = snap->offcpu->n_ts_delta;
-	else if (!offcpu && snap->samples)
-		n = snap->samples->n_ts_delta;
-	keys = calloc(MAX(n, (size_t)1), sizeof(*keys));
-	if (!keys)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		if (offcpu)
-			keys[i] = (struct fold_key){ snap->offcpu->tid[i], snap->offcpu->ustack[i],
-						     snap->offcpu->kstack[i], snap->offcpu->dur_ns[i] };
-		else
-			keys[i] = (struct fold_key){ snap->samples->tid[i], snap->samples->ustack[i],
-						     snap->samples->kstack[i], 1 };
-	}
-	qsort_safe(keys, n, sizeof(*keys), cmp_fold_key);
-	for (size_t i = 0; i < n; i++) {
-		if (nk && !cmp_fold_key(&keys[nk - 1], &keys[i]))
-			keys[nk - 1].value += keys[i].value;
-		else
-			keys[nk++] = keys[i];
-	}
-
+	r = snapshot_stack_counts(snap, offcpu, &keys, &nk);
+	if (r < 0)
+		return r;
 	r = frame_names_init(snap, &fn);
 	if (r < 0)
 		return r;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* Folded stacks of a snapshot: what the folded and SVG exporters draw. */
+/* Folded stacks of a snapshot: what the folded and SVG exporters draw, and the pprof exporter counts. */
 #ifndef HOSTPROF_FOLD_H
 #define HOSTPROF_FOLD_H
 
@@ -8,6 +8,19 @@
 #include <stdint.h>
 
 #include "snapshot.pb-c.h"
+
+/*
+ * The rows of the samples (on-CPU; 1 each) or of the off-CPU intervals (their dur_ns)
+ * summed by thread and stacks: each (tid, ustack, kstack) once, sorted so. *ret is
+ * malloc'ed.
+ */
+struct stack_count {
+	uint32_t tid, ustack, kstack; /* stacks: index + 1 into Snapshot.stacks, 0: none */
+	uint64_t value;
+};
+
+int snapshot_stack_counts(const Hostprof__Snapshot *snap, bool offcpu, struct stack_count **ret,
+			  size_t *ret_n);
 
 /*
  * Folded stacks, as FlameGraph's stackcollapse scripts write them: the thread's name

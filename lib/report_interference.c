@@ -72,6 +72,26 @@ static void consider_cause(struct model *m, const struct stall *c)
 	}
 }
 
+/* Row i of an interference table took thread w's time from ts for dur, ending on cpu. */
+static int thread_event(struct model *m, struct wthread *w, enum stall_kind kind, size_t i, uint64_t ts,
+			uint64_t dur, uint32_t cpu)
+{
+	struct stall st = { .kind = kind,
+			    .involuntary = true,
+			    .thread = model_thread_index(m, w),
+			    .row = i,
+			    .ts = ts,
+			    .dur = dur };
+	int r;
+
+	w->active = w->interfered = true;
+	r = model_add_cpu(w, cpu);
+	if (r < 0)
+		return r;
+	consider_cause(m, &st);
+	return 0;
+}
+
 static bool same_event(const struct stall *a, const struct stall *b)
 {
 	return a->kind == b->kind && a->thread == b->thread && a->row == b->row;
@@ -96,11 +116,11 @@ static void decide_cause(struct model *m)
 static int cmp_irq_group(const void *a, const void *b)
 {
 	const struct irq_group *x = a, *y = b;
+	int c;
 
-	if (x->time_ns != y->time_ns)
-		return x->time_ns > y->time_ns ? -1 : 1;
-	if (x->count != y->count)
-		return x->count > y->count ? -1 : 1;
+	c = tally_cmp(&x->sum, &y->sum);
+	if (c)
+		return c;
 	if (x->kind != y->kind)
 		return x->kind > y->kind ? -1 : 1; /* softirqs first */
 	if (x->num != y->num)
@@ -123,16 +143,9 @@ static int irq_side_add(struct irq_side *side, const Hostprof__IrqTable *t, size
 		if (r < 0)
 			return r;
 		g = &side->g[side->n++];
-		*g = (struct irq_group){
-			.kind = t->kind[i], .num = t->num[i], .name = t->name[i], .max_row = i
-		};
+		*g = (struct irq_group){ .kind = t->kind[i], .num = t->num[i], .name = t->name[i] };
 	}
-	if (dur > g->max_ns) {
-		g->max_ns = dur;
-		g->max_row = i;
-	}
-	g->count++;
-	g->time_ns += dur;
+	tally_add(&g->sum, dur, i);
 	side->count++;
 	if (!nested)
 		side->time_ns += dur;
@@ -210,21 +223,12 @@ static int analyze_irqs(struct model *m)
 		}
 		w = t->flags[i] & HPS_IRQ_INTERRUPTED ? model_thread(m, t->pid[i], t->tid[i]) : NULL;
 		if (w) {
-			struct stall st = { .kind = STALL_IRQ,
-					    .involuntary = true,
-					    .thread = model_thread_index(m, w),
-					    .row = i,
-					    .ts = ts,
-					    .dur = t->dur_ns[i] };
-
-			w->active = w->interfered = true;
 			r = irq_side_add(&w->irq_ran, t, i, nested);
 			if (r < 0)
 				return r;
-			r = model_add_cpu(w, cpu);
+			r = thread_event(m, w, STALL_IRQ, i, ts, t->dur_ns[i], cpu);
 			if (r < 0)
 				return r;
-			consider_cause(m, &st);
 		}
 		if (!(t->flags[i] & HPS_IRQ_WAITED) || t->pid[i] != s->pid)
 			continue;
@@ -256,8 +260,8 @@ static int analyze_irqs(struct model *m)
 					    .involuntary = true,
 					    .thread = k,
 					    .row = 0,
-					    .ts = m->irq_ts[w->irq_ran.g[0].max_row],
-					    .dur = w->irq_ran.g[0].time_ns };
+					    .ts = m->irq_ts[w->irq_ran.g[0].sum.max_row],
+					    .dur = w->irq_ran.g[0].sum.time_ns };
 
 			consider_cause(m, &st);
 		}
@@ -268,11 +272,11 @@ static int analyze_irqs(struct model *m)
 static int cmp_reclaim_group(const void *a, const void *b)
 {
 	const struct reclaim_group *x = a, *y = b;
+	int c;
 
-	if (x->time_ns != y->time_ns)
-		return x->time_ns > y->time_ns ? -1 : 1;
-	if (x->count != y->count)
-		return x->count > y->count ? -1 : 1;
+	c = tally_cmp(&x->sum, &y->sum);
+	if (c)
+		return c;
 	if (x->kind != y->kind)
 		return x->kind < y->kind ? -1 : 1;
 	return x->order < y->order ? -1 : x->order > y->order;
@@ -292,7 +296,6 @@ static int analyze_reclaims(struct model *m)
 		struct wthread *w = model_thread(m, t->pid[i], t->tid[i]);
 		struct reclaim_group *g = NULL;
 		uint64_t dur = t->dur_ns[i];
-		struct stall st;
 
 		if (!w)
 			continue;
@@ -304,30 +307,15 @@ static int analyze_reclaims(struct model *m)
 			if (r < 0)
 				return r;
 			g = &w->rcl[w->n_rcl++];
-			*g = (struct reclaim_group){ .kind = t->kind[i], .order = t->order[i], .max_row = i };
+			*g = (struct reclaim_group){ .kind = t->kind[i], .order = t->order[i] };
 		}
-		if (dur > g->max_ns) {
-			g->max_ns = dur;
-			g->max_row = i;
-		}
-		g->count++;
-		g->time_ns += dur;
+		tally_add(&g->sum, dur, i);
 		if (t->kind[i] != HPS_RECLAIM_COMPACT) /* wraps rather than overflows on nonsense */
 			g->pages = (int64_t)((uint64_t)g->pages + (uint64_t)t->result[i]);
-		w->active = w->interfered = true;
-		w->rcl_count++;
-		w->rcl_ns += dur;
-		w->rcl_max_ns = MAX(w->rcl_max_ns, dur);
-		r = model_add_cpu(w, t->cpu[i]);
+		tally_add(&w->rcl_sum, dur, i);
+		r = thread_event(m, w, STALL_RECLAIM, i, m->rcl_ts[i], dur, t->cpu[i]);
 		if (r < 0)
 			return r;
-		st = (struct stall){ .kind = STALL_RECLAIM,
-				     .involuntary = true,
-				     .thread = model_thread_index(m, w),
-				     .row = i,
-				     .ts = m->rcl_ts[i],
-				     .dur = dur };
-		consider_cause(m, &st);
 	}
 	for (size_t k = 0; k < m->n; k++)
 		qsort_safe(m->t[k].rcl, m->t[k].n_rcl, sizeof(*m->t[k].rcl), cmp_reclaim_group);
@@ -372,11 +360,11 @@ static int analyze_faults(struct model *m)
 static int cmp_lock_group(const void *a, const void *b)
 {
 	const struct lock_group *x = a, *y = b;
+	int c;
 
-	if (x->time_ns != y->time_ns)
-		return x->time_ns > y->time_ns ? -1 : 1;
-	if (x->count != y->count)
-		return x->count > y->count ? -1 : 1;
+	c = tally_cmp(&x->sum, &y->sum);
+	if (c)
+		return c;
 	if (x->lock != y->lock)
 		return x->lock < y->lock ? -1 : 1;
 	return x->flags < y->flags ? -1 : x->flags > y->flags;
@@ -396,7 +384,6 @@ static int analyze_locks(struct model *m)
 		struct wthread *w = model_thread(m, t->pid[i], t->tid[i]);
 		struct lock_group *g = NULL;
 		uint64_t dur = t->dur_ns[i];
-		struct stall st;
 
 		if (!w)
 			continue;
@@ -408,32 +395,17 @@ static int analyze_locks(struct model *m)
 			if (r < 0)
 				return r;
 			g = &w->lck[w->n_lck++];
-			*g = (struct lock_group){
-				.lock = t->lock[i], .flags = t->flags[i], .name = t->name[i], .max_row = i
-			};
+			*g = (struct lock_group){ .lock = t->lock[i],
+						  .flags = t->flags[i],
+						  .name = t->name[i] };
 		}
-		if (dur > g->max_ns) {
-			g->max_ns = dur;
-			g->max_row = i;
-		}
-		g->count++;
-		g->time_ns += dur;
+		tally_add(&g->sum, dur, i);
 		if (t->ret[i])
 			g->failed++;
-		w->active = w->interfered = true;
-		w->lck_count++;
-		w->lck_ns += dur;
-		w->lck_max_ns = MAX(w->lck_max_ns, dur);
-		r = model_add_cpu(w, t->cpu[i]);
+		tally_add(&w->lck_sum, dur, i);
+		r = thread_event(m, w, STALL_LOCK, i, m->lck_ts[i], dur, t->cpu[i]);
 		if (r < 0)
 			return r;
-		st = (struct stall){ .kind = STALL_LOCK,
-				     .involuntary = true,
-				     .thread = model_thread_index(m, w),
-				     .row = i,
-				     .ts = m->lck_ts[i],
-				     .dur = dur };
-		consider_cause(m, &st);
 	}
 	for (size_t k = 0; k < m->n; k++)
 		qsort_safe(m->t[k].lck, m->t[k].n_lck, sizeof(*m->t[k].lck), cmp_lock_group);

@@ -35,23 +35,29 @@
 #define TOP_LOCKS 5
 #define TOP_GROUP_CPUS 8 /* text: CPUs named after an interrupt group */
 
+/* Events counted together: how many, their time, the longest and its row (the first of equals). */
+struct tally {
+	uint64_t count, time_ns, max_ns;
+	size_t max_row;
+};
+
 /* A task that preempted a watched thread. */
 struct culprit {
 	uint32_t tid, pid, comm, policy;
 	int32_t prio;
 	bool has_policy;
-	uint64_t count, time_ns, max_ns;
+	struct tally sum; /* the preemptions, and the time they took */
 };
 
 struct waker {
 	uint32_t tid, pid, comm;
-	uint64_t count, time_ns;
+	struct tally sum; /* the intervals it ended */
 };
 
 /* Off-CPU intervals of one thread with the same stacks. */
 struct offcpu_group {
 	uint32_t ustack, kstack, states;
-	uint64_t count, time_ns, max_ns;
+	struct tally sum;
 	struct waker *wakers;
 	size_t n_wakers, cap_wakers;
 };
@@ -59,8 +65,7 @@ struct offcpu_group {
 /* Interrupts of one kind, number and name that touched a thread one way. */
 struct irq_group {
 	uint32_t kind, num, name;
-	uint64_t count, time_ns, max_ns;
-	size_t max_row; /* the longest (the earliest of equals) */
+	struct tally sum;
 	uint32_t *cpus; /* sorted, distinct */
 	size_t n_cpus, cap_cpus;
 };
@@ -76,17 +81,16 @@ struct irq_side {
 struct reclaim_group {
 	uint32_t kind;
 	int32_t order;
-	uint64_t count, time_ns, max_ns;
+	struct tally sum;
 	int64_t pages; /* reclaim: pages reclaimed, summed */
-	size_t max_row;
 };
 
 /* Waits of one thread for one lock, taken one way (LockTable.flags). */
 struct lock_group {
 	uint64_t lock;
 	uint32_t flags, name;
-	uint64_t count, time_ns, max_ns, failed;
-	size_t max_row;
+	struct tally sum;
+	uint64_t failed;
 };
 
 struct fault_sum {
@@ -116,7 +120,7 @@ struct wthread {
 
 	struct culprit *culprits;
 	size_t n_culprits, cap_culprits;
-	uint64_t preemptions, preempt_ns, preempt_max_ns;
+	struct tally preempt;
 	bool preempted; /* switched out runnable, not yet back */
 	uint64_t preempted_at;
 	size_t preempted_by, preempted_row;
@@ -137,7 +141,7 @@ struct wthread {
 
 	struct offcpu_group *off; /* by total time */
 	size_t n_off, cap_off;
-	uint64_t off_count, off_ns;
+	struct tally off_sum;
 
 	struct leaf_count *leaves; /* by samples */
 	size_t n_leaves, cap_leaves;
@@ -146,11 +150,11 @@ struct wthread {
 	struct irq_side irq_ran, irq_waited;
 	struct reclaim_group *rcl; /* by total time */
 	size_t n_rcl, cap_rcl;
-	uint64_t rcl_count, rcl_ns, rcl_max_ns;
+	struct tally rcl_sum;
 	struct fault_sum flt;
 	struct lock_group *lck; /* by total time */
 	size_t n_lck, cap_lck;
-	uint64_t lck_count, lck_ns, lck_max_ns;
+	struct tally lck_sum;
 	bool interfered; /* a row of its own in a captured interference table */
 
 	bool active; /* any event at all */
@@ -247,6 +251,26 @@ void report_verdict_line(const struct model *m, char *buf, size_t len);
 
 /* ---- small words ---- */
 
+static inline void tally_add(struct tally *t, uint64_t dur, size_t row)
+{
+	if (!t->count || dur > t->max_ns) {
+		t->max_ns = dur;
+		t->max_row = row;
+	}
+	t->count++;
+	t->time_ns += dur;
+}
+
+/* More time first, then more events; 0 for a tie. */
+static inline int tally_cmp(const struct tally *x, const struct tally *y)
+{
+	if (x->time_ns != y->time_ns)
+		return x->time_ns > y->time_ns ? -1 : 1;
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
+	return 0;
+}
+
 /* Room for one more element in *arrp, which holds n of *cap. */
 static inline int reserve_one(void *arrp, size_t n, size_t *cap, size_t size)
 {
@@ -316,6 +340,12 @@ static inline int report_flush(FILE *out)
 	if (fflush(out) == EOF || ferror(out))
 		return errno ? -errno : -EIO;
 	return 0;
+}
+
+/* "EINTR" for a negative errno return value, else NULL */
+static inline const char *errno_name(int64_t ret)
+{
+	return ret < 0 && ret > -4096 ? strerrorname_np((int)-ret) : NULL;
 }
 
 #endif

@@ -10,6 +10,23 @@
 #include "macro.h"
 #include "report_internal.h"
 
+/* "count", "time_ns", "max_ns" */
+static void json_tally(struct jsonw *j, const struct tally *t)
+{
+	jsonw_uint_field(j, "count", t->count);
+	jsonw_uint_field(j, "time_ns", t->time_ns);
+	jsonw_uint_field(j, "max_ns", t->max_ns);
+}
+
+static void json_cpus_field(struct jsonw *j, const char *name, const uint32_t *cpus, size_t n)
+{
+	jsonw_name(j, name);
+	jsonw_begin_array(j);
+	for (size_t i = 0; i < n; i++)
+		jsonw_uint(j, cpus[i]);
+	jsonw_end_array(j);
+}
+
 static void json_task(struct jsonw *j, const Hostprof__Snapshot *s, const struct culprit *c)
 {
 	jsonw_string_field(j, "comm", hps_str(s, c->comm));
@@ -51,19 +68,10 @@ static void json_irq_id(struct jsonw *j, const Hostprof__Snapshot *s, uint32_t k
 	jsonw_string_field(j, "name", !nm[0] && kind == HPS_IRQ_SOFT ? hps_softirq_name(num) : nm);
 }
 
-/* A kernel address as a string: JSON numbers lose bits above 2^53 in most readers. */
-static void json_address_field(struct jsonw *j, const char *name, uint64_t addr)
-{
-	char buf[24];
-
-	snprintf(buf, sizeof(buf), "0x%" PRIx64, addr);
-	jsonw_string_field(j, name, buf);
-}
-
 static void json_lock_id(struct jsonw *j, const Hostprof__Snapshot *s, uint64_t lock, uint32_t flags,
 			 uint32_t name)
 {
-	json_address_field(j, "address", lock);
+	jsonw_hex_field(j, "address", lock); /* JSON numbers lose bits above 2^53 in most readers */
 	jsonw_string_field(j, "kind", hps_lock_kind_name(flags));
 	jsonw_uint_field(j, "flags", flags);
 	jsonw_string_field(j, "name",
@@ -73,7 +81,7 @@ static void json_lock_id(struct jsonw *j, const Hostprof__Snapshot *s, uint64_t 
 
 static void json_errno_field(struct jsonw *j, int64_t ret)
 {
-	const char *e = ret < 0 && ret > -4096 ? strerrorname_np((int)-ret) : NULL;
+	const char *e = errno_name(ret);
 
 	if (e)
 		jsonw_string_field(j, "errno", e);
@@ -181,18 +189,14 @@ static void json_verdict(const struct model *m, struct jsonw *j)
 	case STALL_IRQ_TOTAL: {
 		const struct irq_group *g = &m->t[st->thread].irq_ran.g[st->row];
 
-		jsonw_name(j, "cpus");
-		jsonw_begin_array(j);
-		for (size_t i = 0; i < g->n_cpus; i++)
-			jsonw_uint(j, g->cpus[i]);
-		jsonw_end_array(j);
-		jsonw_float_field(j, "percent", pct(g->time_ns, window_ns(s)));
+		json_cpus_field(j, "cpus", g->cpus, g->n_cpus);
+		jsonw_float_field(j, "percent", pct(g->sum.time_ns, window_ns(s)));
 		jsonw_name(j, "irq");
 		jsonw_begin_object(j);
 		json_irq_id(j, s, g->kind, g->num, g->name);
 		jsonw_string_field(j, "thread_was", "running");
-		jsonw_uint_field(j, "count", g->count);
-		jsonw_uint_field(j, "max_ns", g->max_ns);
+		jsonw_uint_field(j, "count", g->sum.count);
+		jsonw_uint_field(j, "max_ns", g->sum.max_ns);
 		jsonw_end_object(j);
 		break;
 	}
@@ -304,9 +308,7 @@ static void json_preemptions(const struct model *m, const struct wthread *w, str
 {
 	jsonw_name(j, "preemptions");
 	jsonw_begin_object(j);
-	jsonw_uint_field(j, "count", w->preemptions);
-	jsonw_uint_field(j, "time_ns", w->preempt_ns);
-	jsonw_uint_field(j, "max_ns", w->preempt_max_ns);
+	json_tally(j, &w->preempt);
 	jsonw_uint_field(j, "tasks", w->n_culprits);
 	jsonw_name(j, "by");
 	jsonw_begin_array(j);
@@ -315,9 +317,7 @@ static void json_preemptions(const struct model *m, const struct wthread *w, str
 
 		jsonw_begin_object(j);
 		json_task(j, m->snap, cu);
-		jsonw_uint_field(j, "count", cu->count);
-		jsonw_uint_field(j, "time_ns", cu->time_ns);
-		jsonw_uint_field(j, "max_ns", cu->max_ns);
+		json_tally(j, &cu->sum);
 		jsonw_end_object(j);
 	}
 	jsonw_end_array(j);
@@ -342,11 +342,7 @@ static void json_cpus(const struct model *m, const struct wthread *w, struct jso
 
 	jsonw_name(j, "cpus");
 	jsonw_begin_object(j);
-	jsonw_name(j, "ran_on");
-	jsonw_begin_array(j);
-	for (size_t i = 0; i < w->n_cpus; i++)
-		jsonw_uint(j, w->cpus[i]);
-	jsonw_end_array(j);
+	json_cpus_field(j, "ran_on", w->cpus, w->n_cpus);
 	jsonw_bool_field(j, "single_cpu", w->n_cpus == 1);
 	jsonw_uint_field(j, "migration_count", w->n_migrations);
 	jsonw_name(j, "migrations");
@@ -377,8 +373,6 @@ static void json_syscalls(const struct model *m, const struct wthread *w, struct
 	jsonw_begin_array(j);
 	for (size_t k = 0; k < w->n_syscalls && k < TOP_SYSCALLS; k++) {
 		size_t i = w->syscalls[k];
-		const char *e =
-			sc->ret[i] < 0 && sc->ret[i] > -4096 ? strerrorname_np((int)-sc->ret[i]) : NULL;
 
 		jsonw_begin_object(j);
 		jsonw_string_field(j, "name", report_syscall_name(s, sc->nr[i], nbuf, sizeof(nbuf)));
@@ -392,8 +386,7 @@ static void json_syscalls(const struct model *m, const struct wthread *w, struct
 		jsonw_uint(j, sc->arg2[i]);
 		jsonw_end_array(j);
 		jsonw_int_field(j, "ret", sc->ret[i]);
-		if (e)
-			jsonw_string_field(j, "errno", e);
+		json_errno_field(j, sc->ret[i]);
 		jsonw_uint_field(j, "cpu", sc->cpu[i]);
 		jsonw_end_object(j);
 	}
@@ -429,8 +422,8 @@ static void json_offcpu(const struct model *m, const struct wthread *w, struct j
 
 	jsonw_name(j, "offcpu");
 	jsonw_begin_object(j);
-	jsonw_uint_field(j, "count", w->off_count);
-	jsonw_uint_field(j, "time_ns", w->off_ns);
+	jsonw_uint_field(j, "count", w->off_sum.count);
+	jsonw_uint_field(j, "time_ns", w->off_sum.time_ns);
 	jsonw_name(j, "stacks");
 	jsonw_begin_array(j);
 	for (size_t g = 0; g < w->n_off && g < TOP_STACKS; g++) {
@@ -439,9 +432,7 @@ static void json_offcpu(const struct model *m, const struct wthread *w, struct j
 
 		report_state_name(og->states, state, sizeof(state));
 		jsonw_begin_object(j);
-		jsonw_uint_field(j, "count", og->count);
-		jsonw_uint_field(j, "time_ns", og->time_ns);
-		jsonw_uint_field(j, "max_ns", og->max_ns);
+		json_tally(j, &og->sum);
 		jsonw_string_field(j, "state", state);
 		jsonw_name(j, "wakers");
 		jsonw_begin_array(j);
@@ -452,8 +443,8 @@ static void json_offcpu(const struct model *m, const struct wthread *w, struct j
 			jsonw_string_field(j, "comm", hps_str(s, wk->comm));
 			jsonw_uint_field(j, "tid", wk->tid);
 			jsonw_uint_field(j, "pid", wk->pid);
-			jsonw_uint_field(j, "count", wk->count);
-			jsonw_uint_field(j, "time_ns", wk->time_ns);
+			jsonw_uint_field(j, "count", wk->sum.count);
+			jsonw_uint_field(j, "time_ns", wk->sum.time_ns);
 			jsonw_end_object(j);
 		}
 		jsonw_end_array(j);
@@ -512,20 +503,14 @@ static void json_irq_side(const struct model *m, const struct irq_side *side, co
 
 		jsonw_begin_object(j);
 		json_irq_id(j, s, g->kind, g->num, g->name);
-		jsonw_uint_field(j, "count", g->count);
-		jsonw_uint_field(j, "time_ns", g->time_ns);
-		jsonw_uint_field(j, "max_ns", g->max_ns);
-		jsonw_float_field(j, "percent", pct(g->time_ns, window_ns(s)));
-		jsonw_name(j, "cpus");
-		jsonw_begin_array(j);
-		for (size_t i = 0; i < g->n_cpus; i++)
-			jsonw_uint(j, g->cpus[i]);
-		jsonw_end_array(j);
+		json_tally(j, &g->sum);
+		jsonw_float_field(j, "percent", pct(g->sum.time_ns, window_ns(s)));
+		json_cpus_field(j, "cpus", g->cpus, g->n_cpus);
 		jsonw_name(j, "longest");
 		jsonw_begin_object(j);
-		jsonw_uint_field(j, "at_ns", m->irq_ts[g->max_row] - s->start_ns);
-		jsonw_uint_field(j, "dur_ns", s->irqs->dur_ns[g->max_row]);
-		jsonw_uint_field(j, "cpu", s->irqs->cpu[g->max_row]);
+		jsonw_uint_field(j, "at_ns", m->irq_ts[g->sum.max_row] - s->start_ns);
+		jsonw_uint_field(j, "dur_ns", s->irqs->dur_ns[g->sum.max_row]);
+		jsonw_uint_field(j, "cpu", s->irqs->cpu[g->sum.max_row]);
 		jsonw_end_object(j);
 		jsonw_end_object(j);
 	}
@@ -540,21 +525,17 @@ static void json_reclaim(const struct model *m, const struct wthread *w, struct 
 
 	jsonw_name(j, "reclaim");
 	jsonw_begin_object(j);
-	jsonw_uint_field(j, "count", w->rcl_count);
-	jsonw_uint_field(j, "time_ns", w->rcl_ns);
-	jsonw_uint_field(j, "max_ns", w->rcl_max_ns);
+	json_tally(j, &w->rcl_sum);
 	jsonw_name(j, "by");
 	jsonw_begin_array(j);
 	for (size_t k = 0; k < w->n_rcl && k < TOP_RECLAIMS; k++) {
 		const struct reclaim_group *g = &w->rcl[k];
-		size_t i = g->max_row;
+		size_t i = g->sum.max_row;
 
 		jsonw_begin_object(j);
 		jsonw_string_field(j, "kind", hps_reclaim_kind_name(g->kind));
 		jsonw_int_field(j, "order", g->order);
-		jsonw_uint_field(j, "count", g->count);
-		jsonw_uint_field(j, "time_ns", g->time_ns);
-		jsonw_uint_field(j, "max_ns", g->max_ns);
+		json_tally(j, &g->sum);
 		if (g->kind != HPS_RECLAIM_COMPACT)
 			jsonw_int_field(j, "pages_reclaimed", g->pages);
 		jsonw_name(j, "longest");
@@ -607,21 +588,17 @@ static void json_locks(const struct model *m, const struct wthread *w, struct js
 
 	jsonw_name(j, "locks");
 	jsonw_begin_object(j);
-	jsonw_uint_field(j, "count", w->lck_count);
-	jsonw_uint_field(j, "time_ns", w->lck_ns);
-	jsonw_uint_field(j, "max_ns", w->lck_max_ns);
+	json_tally(j, &w->lck_sum);
 	jsonw_uint_field(j, "locks", w->n_lck);
 	jsonw_name(j, "by");
 	jsonw_begin_array(j);
 	for (size_t k = 0; k < w->n_lck && k < TOP_LOCKS; k++) {
 		const struct lock_group *g = &w->lck[k];
-		size_t i = g->max_row;
+		size_t i = g->sum.max_row;
 
 		jsonw_begin_object(j);
 		json_lock_id(j, s, g->lock, g->flags, g->name);
-		jsonw_uint_field(j, "count", g->count);
-		jsonw_uint_field(j, "time_ns", g->time_ns);
-		jsonw_uint_field(j, "max_ns", g->max_ns);
+		json_tally(j, &g->sum);
 		jsonw_uint_field(j, "gave_up", g->failed);
 		jsonw_name(j, "longest");
 		jsonw_begin_object(j);

@@ -239,10 +239,10 @@ static int preemption_end(struct model *m, struct wthread *w, uint64_t ts, uint3
 			    .dur = wait };
 
 	w->preempted = false;
-	w->preempt_ns += wait;
-	w->preempt_max_ns = MAX(w->preempt_max_ns, wait);
-	c->time_ns += wait;
-	c->max_ns = MAX(c->max_ns, wait);
+	w->preempt.time_ns += wait;
+	w->preempt.max_ns = MAX(w->preempt.max_ns, wait);
+	c->sum.time_ns += wait;
+	c->sum.max_ns = MAX(c->sum.max_ns, wait);
 	consider_stall(m, &st);
 	return add_wait(m, w, w->preempted_at, ts, m->snap->switches->cpu[w->preempted_row], cpu_in);
 }
@@ -259,16 +259,10 @@ static int preemption_begin(struct wthread *w, const Hostprof__SchedSwitchTable 
 		r = reserve_one(&w->culprits, w->n_culprits, &w->cap_culprits, sizeof(*w->culprits));
 		if (r < 0)
 			return r;
-		w->culprits[c] = (struct culprit){ .tid = sw->next_tid[i],
-						   .pid = sw->next_pid[i],
-						   .comm = sw->next_comm[i],
-						   .prio = sw->next_prio[i],
-						   .has_policy = sw->n_next_policy > 0,
-						   .policy = sw->n_next_policy ? sw->next_policy[i] : 0 };
-		w->n_culprits++;
+		w->culprits[w->n_culprits++] = model_next_task(sw, i);
 	}
-	w->culprits[c].count++;
-	w->preemptions++;
+	w->culprits[c].sum.count++;
+	w->preempt.count++;
 	w->preempted = true;
 	w->preempted_at = ts;
 	w->preempted_by = c;
@@ -279,11 +273,11 @@ static int preemption_begin(struct wthread *w, const Hostprof__SchedSwitchTable 
 int model_cmp_culprit(const void *a, const void *b)
 {
 	const struct culprit *x = a, *y = b;
+	int c;
 
-	if (x->time_ns != y->time_ns)
-		return x->time_ns > y->time_ns ? -1 : 1;
-	if (x->count != y->count)
-		return x->count > y->count ? -1 : 1;
+	c = tally_cmp(&x->sum, &y->sum);
+	if (c)
+		return c;
 	if (x->pid != y->pid)
 		return x->pid < y->pid ? -1 : 1;
 	return x->tid < y->tid ? -1 : x->tid > y->tid;
@@ -496,11 +490,11 @@ static int cmp_offcpu_row(const void *a, const void *b, void *table)
 static int cmp_offcpu_group(const void *a, const void *b)
 {
 	const struct offcpu_group *x = a, *y = b;
+	int c;
 
-	if (x->time_ns != y->time_ns)
-		return x->time_ns > y->time_ns ? -1 : 1;
-	if (x->count != y->count)
-		return x->count > y->count ? -1 : 1;
+	c = tally_cmp(&x->sum, &y->sum);
+	if (c)
+		return c;
 	if (x->ustack != y->ustack)
 		return x->ustack < y->ustack ? -1 : 1;
 	return x->kstack < y->kstack ? -1 : x->kstack > y->kstack;
@@ -509,11 +503,11 @@ static int cmp_offcpu_group(const void *a, const void *b)
 static int cmp_waker(const void *a, const void *b)
 {
 	const struct waker *x = a, *y = b;
+	int c;
 
-	if (x->time_ns != y->time_ns)
-		return x->time_ns > y->time_ns ? -1 : 1;
-	if (x->count != y->count)
-		return x->count > y->count ? -1 : 1;
+	c = tally_cmp(&x->sum, &y->sum);
+	if (c)
+		return c;
 	return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
 
@@ -534,8 +528,7 @@ static int add_waker(struct offcpu_group *g, const Hostprof__OffCpuTable *t, siz
 					       .comm = t->waker_comm[i] };
 		g->n_wakers++;
 	}
-	g->wakers[k].count++;
-	g->wakers[k].time_ns += t->dur_ns[i];
+	tally_add(&g->wakers[k].sum, t->dur_ns[i], i);
 	return 0;
 }
 
@@ -575,15 +568,12 @@ static int analyze_offcpu(struct model *m)
 			*g = (struct offcpu_group){ .ustack = t->ustack[i], .kstack = t->kstack[i] };
 		}
 		g->states |= t->state[i];
-		g->count++;
-		g->time_ns += t->dur_ns[i];
-		g->max_ns = MAX(g->max_ns, t->dur_ns[i]);
+		tally_add(&g->sum, t->dur_ns[i], i);
 		r = add_waker(g, t, i);
 		if (r < 0)
 			return r;
 		w->active = true;
-		w->off_count++;
-		w->off_ns += t->dur_ns[i];
+		tally_add(&w->off_sum, t->dur_ns[i], i);
 		r = model_add_cpu(w, t->cpu[i]);
 		if (r < 0)
 			return r;

@@ -30,9 +30,9 @@ int report_preemptions(const Hostprof__Snapshot *snap, const char *thread_glob, 
 		if (!thread_glob_run(&g, w->comm))
 			continue;
 		s.threads++;
-		s.preemptions += w->preemptions;
-		s.wait_ns += w->preempt_ns;
-		s.max_wait_ns = MAX(s.max_wait_ns, w->preempt_max_ns);
+		s.preemptions += w->preempt.count;
+		s.wait_ns += w->preempt.time_ns;
+		s.max_wait_ns = MAX(s.max_wait_ns, w->preempt.max_ns);
 		for (size_t c = 0; c < w->n_culprits; c++) {
 			const struct culprit *wc = &w->culprits[c];
 			size_t k;
@@ -48,8 +48,8 @@ int report_preemptions(const Hostprof__Snapshot *snap, const char *thread_glob, 
 					.tid = wc->tid, .pid = wc->pid, .comm = wc->comm, .prio = wc->prio
 				};
 			}
-			all[k].count += wc->count;
-			all[k].time_ns += wc->time_ns;
+			all[k].sum.count += wc->sum.count;
+			all[k].sum.time_ns += wc->sum.time_ns;
 		}
 	}
 	qsort_safe(all, n_all, sizeof(*all), model_cmp_culprit);
@@ -58,8 +58,8 @@ int report_preemptions(const Hostprof__Snapshot *snap, const char *thread_glob, 
 		s.top_tid = all[0].tid;
 		s.top_prio = all[0].prio;
 		snprintf(s.top_comm, sizeof(s.top_comm), "%s", hps_str(snap, all[0].comm));
-		s.top_count = all[0].count;
-		s.top_wait_ns = all[0].time_ns;
+		s.top_count = all[0].sum.count;
+		s.top_wait_ns = all[0].sum.time_ns;
 	}
 	*ret = s;
 	r = 0;

@@ -35,7 +35,7 @@ static void put_arg(FILE *f, uint64_t v)
 
 static void put_ret(FILE *f, int64_t ret)
 {
-	const char *e = ret < 0 && ret > -4096 ? strerrorname_np((int)-ret) : NULL;
+	const char *e = errno_name(ret);
 
 	fprintf(f, "%" PRId64, ret);
 	if (e)
@@ -123,19 +123,19 @@ static void text_preemptions(const struct model *m, const struct wthread *w, FIL
 {
 	char task[160];
 
-	if (!w->preemptions) {
+	if (!w->preempt.count) {
 		fprintf(f, "  preemptions       none\n");
 		return;
 	}
-	fprintf(f, "  preemptions       %" PRIu64 ", %.1f ms taken, max %.1f ms\n", w->preemptions,
-		ms(w->preempt_ns), ms(w->preempt_max_ns));
+	fprintf(f, "  preemptions       %" PRIu64 ", %.1f ms taken, max %.1f ms\n", w->preempt.count,
+		ms(w->preempt.time_ns), ms(w->preempt.max_ns));
 	fprintf(f, "    %8s %10s %10s  %s\n", "count", "total ms", "max ms", "by");
 	for (size_t c = 0; c < w->n_culprits && c < TOP_CULPRITS; c++) {
 		const struct culprit *cu = &w->culprits[c];
 
 		report_task_desc(m->snap, cu, task, sizeof(task));
-		fprintf(f, "    %8" PRIu64 " %10.1f %10.1f  %s\n", cu->count, ms(cu->time_ns), ms(cu->max_ns),
-			task);
+		fprintf(f, "    %8" PRIu64 " %10.1f %10.1f  %s\n", cu->sum.count, ms(cu->sum.time_ns),
+			ms(cu->sum.max_ns), task);
 	}
 	if (w->n_culprits > TOP_CULPRITS)
 		fprintf(f, "    ... %zu more tasks\n", w->n_culprits - TOP_CULPRITS);
@@ -232,12 +232,12 @@ static void text_offcpu(const struct model *m, const struct wthread *w, FILE *f)
 {
 	const Hostprof__Snapshot *s = m->snap;
 
-	if (!w->off_count) {
+	if (!w->off_sum.count) {
 		fprintf(f, "  off-CPU           none at or above %.1f ms\n", ms(s->offcpu_min_ns));
 		return;
 	}
-	fprintf(f, "  off-CPU           %" PRIu64 " interval%s, %.1f ms blocked\n", w->off_count,
-		w->off_count == 1 ? "" : "s", ms(w->off_ns));
+	fprintf(f, "  off-CPU           %" PRIu64 " interval%s, %.1f ms blocked\n", w->off_sum.count,
+		w->off_sum.count == 1 ? "" : "s", ms(w->off_sum.time_ns));
 	fprintf(f, "    %8s %10s  %-5s  %s\n", "count", "total ms", "state",
 		"woken by; stack, innermost first");
 	for (size_t g = 0; g < w->n_off && g < TOP_STACKS; g++) {
@@ -245,7 +245,7 @@ static void text_offcpu(const struct model *m, const struct wthread *w, FILE *f)
 		char state[16];
 
 		report_state_name(og->states, state, sizeof(state));
-		fprintf(f, "    %8" PRIu64 " %10.1f  %-5s  ", og->count, ms(og->time_ns), state);
+		fprintf(f, "    %8" PRIu64 " %10.1f  %-5s  ", og->sum.count, ms(og->sum.time_ns), state);
 		for (size_t k = 0; k < og->n_wakers && k < TOP_WAKERS; k++) {
 			const struct waker *wk = &og->wakers[k];
 
@@ -256,7 +256,7 @@ static void text_offcpu(const struct model *m, const struct wthread *w, FILE *f)
 			else
 				fputs("unknown", f);
 			if (og->n_wakers > 1)
-				fprintf(f, " %" PRIu64 "x", wk->count);
+				fprintf(f, " %" PRIu64 "x", wk->sum.count);
 		}
 		if (og->n_wakers > TOP_WAKERS)
 			fprintf(f, ", %zu more", og->n_wakers - TOP_WAKERS);
@@ -300,8 +300,8 @@ static void text_irq_groups(const struct model *m, const struct irq_side *side, 
 
 		report_irq_desc(s, g->kind, g->num, g->name, irq, sizeof(irq));
 		report_cpus_desc(g->cpus, g->n_cpus, cpus, sizeof(cpus));
-		fprintf(f, "      %8" PRIu64 " %10.3f %10.3f %9.2f  %s on %s\n", g->count, ms(g->time_ns),
-			ms(g->max_ns), pct(g->time_ns, window_ns(s)), irq, cpus);
+		fprintf(f, "      %8" PRIu64 " %10.3f %10.3f %9.2f  %s on %s\n", g->sum.count,
+			ms(g->sum.time_ns), ms(g->sum.max_ns), pct(g->sum.time_ns, window_ns(s)), irq, cpus);
 	}
 	if (side->n > TOP_IRQS)
 		fprintf(f, "      ... %zu more\n", side->n - TOP_IRQS);
@@ -335,24 +335,24 @@ static void text_reclaim(const struct model *m, const struct wthread *w, FILE *f
 {
 	const Hostprof__ReclaimTable *t = m->snap->reclaims;
 
-	if (!w->rcl_count) {
+	if (!w->rcl_sum.count) {
 		fprintf(f, "    reclaim         none\n");
 		return;
 	}
-	fprintf(f, "    reclaim         %" PRIu64 ", %.3f ms, max %.3f ms\n", w->rcl_count, ms(w->rcl_ns),
-		ms(w->rcl_max_ns));
+	fprintf(f, "    reclaim         %" PRIu64 ", %.3f ms, max %.3f ms\n", w->rcl_sum.count,
+		ms(w->rcl_sum.time_ns), ms(w->rcl_sum.max_ns));
 	fprintf(f, "      %8s %10s %10s  %s\n", "count", "total ms", "max ms", "kind");
 	for (size_t k = 0; k < w->n_rcl && k < TOP_RECLAIMS; k++) {
 		const struct reclaim_group *g = &w->rcl[k];
 		char res[64];
 
 		if (g->kind == HPS_RECLAIM_COMPACT)
-			report_reclaim_result(g->kind, t->result[g->max_row], res, sizeof(res));
+			report_reclaim_result(g->kind, t->result[g->sum.max_row], res, sizeof(res));
 		else
 			report_reclaim_result(g->kind, g->pages, res, sizeof(res));
-		fprintf(f, "      %8" PRIu64 " %10.3f %10.3f  %s, order %" PRId32 ": %s%s\n", g->count,
-			ms(g->time_ns), ms(g->max_ns), hps_reclaim_kind_name(g->kind), g->order, res,
-			g->kind == HPS_RECLAIM_COMPACT && g->count > 1 ? " (the longest)" : "");
+		fprintf(f, "      %8" PRIu64 " %10.3f %10.3f  %s, order %" PRId32 ": %s%s\n", g->sum.count,
+			ms(g->sum.time_ns), ms(g->sum.max_ns), hps_reclaim_kind_name(g->kind), g->order, res,
+			g->kind == HPS_RECLAIM_COMPACT && g->sum.count > 1 ? " (the longest)" : "");
 	}
 	if (w->n_rcl > TOP_RECLAIMS)
 		fprintf(f, "      ... %zu more\n", w->n_rcl - TOP_RECLAIMS);
@@ -387,13 +387,13 @@ static void text_locks(const struct model *m, const struct wthread *w, FILE *f)
 	const Hostprof__LockTable *t = s->locks;
 	char min[48];
 
-	if (!w->lck_count) {
+	if (!w->lck_sum.count) {
 		min_desc(s->lock_min_ns, min, sizeof(min));
 		fprintf(f, "    lock waits      none%s\n", min);
 		return;
 	}
-	fprintf(f, "    lock waits      %" PRIu64 ", %.3f ms, max %.3f ms\n", w->lck_count, ms(w->lck_ns),
-		ms(w->lck_max_ns));
+	fprintf(f, "    lock waits      %" PRIu64 ", %.3f ms, max %.3f ms\n", w->lck_sum.count,
+		ms(w->lck_sum.time_ns), ms(w->lck_sum.max_ns));
 	fprintf(f, "      %8s %10s %10s  %s\n", "count", "total ms", "max ms",
 		"lock; the longest wait's kernel stack, innermost first");
 	for (size_t k = 0; k < w->n_lck && k < TOP_LOCKS; k++) {
@@ -401,12 +401,12 @@ static void text_locks(const struct model *m, const struct wthread *w, FILE *f)
 		char lock[160];
 
 		report_lock_desc(s, g->name, g->flags, g->lock, lock, sizeof(lock));
-		fprintf(f, "      %8" PRIu64 " %10.3f %10.3f  %s", g->count, ms(g->time_ns), ms(g->max_ns),
-			lock);
+		fprintf(f, "      %8" PRIu64 " %10.3f %10.3f  %s", g->sum.count, ms(g->sum.time_ns),
+			ms(g->sum.max_ns), lock);
 		if (g->failed)
 			fprintf(f, "; %" PRIu64 " gave up", g->failed);
 		fputc('\n', f);
-		text_stack(m, t->kstack[g->max_row], true, LOCK_STACK_INDENT, LOCK_FRAMES, f);
+		text_stack(m, t->kstack[g->sum.max_row], true, LOCK_STACK_INDENT, LOCK_FRAMES, f);
 	}
 	if (w->n_lck > TOP_LOCKS)
 		fprintf(f, "      ... %zu more locks\n", w->n_lck - TOP_LOCKS);

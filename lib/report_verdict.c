@@ -109,7 +109,7 @@ void report_cpus_desc(const uint32_t *cpus, size_t n, char *buf, size_t len)
 /* " (then gave up: -4 EINTR)" for a lock wait that did not acquire, else "" */
 static void lock_ret(int32_t ret, char *buf, size_t len)
 {
-	const char *e = ret < 0 && ret > -4096 ? strerrorname_np(-ret) : NULL;
+	const char *e = errno_name(ret);
 
 	if (!ret)
 		buf[0] = '\0';
@@ -206,8 +206,8 @@ static void stall_cause(const struct model *m, char *buf, size_t len)
 		report_cpus_desc(g->cpus, g->n_cpus, cpus, sizeof(cpus));
 		snprintf(buf, len,
 			 "lost %.1f%% of %s%s to %s (%.1f ms over %.3f s, %" PRIu64 " times, max %.1f ms)",
-			 pct(g->time_ns, window_ns(s)), g->n_cpus == 1 ? "" : "the window on ", cpus, irq,
-			 ms(g->time_ns), (double)window_ns(s) / 1e9, g->count, ms(g->max_ns));
+			 pct(g->sum.time_ns, window_ns(s)), g->n_cpus == 1 ? "" : "the window on ", cpus, irq,
+			 ms(g->sum.time_ns), (double)window_ns(s) / 1e9, g->sum.count, ms(g->sum.max_ns));
 		break;
 	}
 	case STALL_NONE:
