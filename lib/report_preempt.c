@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <stdio.h>
 
-#include "glob.h"
+#include "glob_match.h"
 #include "hps.h"
 #include "macro.h"
 #include "report.h"
@@ -15,19 +15,17 @@ int report_preemptions(const Hostprof__Snapshot *snap, const char *thread_glob, 
 	struct preempt_summary s = {};
 	size_t n_all = 0, cap_all = 0;
 	struct model m;
-	struct hp_glob g;
 	int r;
 
-	r = thread_glob_compile(thread_glob, &g);
-	if (r < 0)
-		return r;
+	if (!thread_glob_valid(thread_glob))
+		return -EINVAL;
 	r = model_build(snap, &m);
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < m.n; i++) {
 		const struct wthread *w = &m.t[i];
 
-		if (!thread_glob_run(&g, w->comm))
+		if (!thread_glob_match(thread_glob, w->comm))
 			continue;
 		s.threads++;
 		s.preemptions += w->preempt.count;
