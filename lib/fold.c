@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* Folded stacks of a snapshot, which the folded and SVG exporters draw; see fold.h. */
+/* Folded stacks and stack counts of a snapshot, for the folded, SVG and pprof exporters; see fold.h. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* Folded stacks of a snapshot: what the folded and SVG exporters draw, and the pprof exporter counts. */
+/* Folded stacks of a snapshot (the folded and SVG exporters), and the stack counts under them (pprof too). */
 #ifndef HOSTPROF_FOLD_H
 #define HOSTPROF_FOLD_H
 
