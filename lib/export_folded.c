@@ -8,15 +8,15 @@
  * The root frame is the thread's name, then the user frames outermost first, then the
  * kernel frames with the suffix "_[k]", as stackcollapse-perf.pl writes them. On-CPU the
  * count is samples; off-CPU it is microseconds blocked. The stacks themselves are made by
- * snapshot_fold() (report.c), which the SVG flame graph shares.
+ * snapshot_fold() (fold.c), which the SVG flame graph shares.
  */
 #include <errno.h>
 #include <inttypes.h>
 
 #include "export.h"
+#include "fold.h"
 #include "hps.h"
 #include "macro.h"
-#include "report.h"
 
 int snapshot_export_folded(const Hostprof__Snapshot *snap, bool offcpu, FILE *out)
 {

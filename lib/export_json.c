@@ -11,8 +11,9 @@
  *
  * Rows (pid, tid) and their metadata ("M": process_name, process_sort_index, thread_name,
  * thread_sort_index):
- *   - one process per pid the snapshot names, a thread row per tid (but 0, the idle task).
- *     Process names from Snapshot.processes, else its main thread's comm;
+ *   - one process per pid the snapshot names, a thread row per thread of the thread index
+ *     (snapview.h: every tid but 0, the idle task) whose pid is known. Process names from
+ *     Snapshot.processes, else its main thread's name;
  *   - the pseudo-process "CPUs" (pid CPUS_PID, which no task can have: PID_MAX_LIMIT) with
  *     a row "CPU n" per CPU (tid CPUS_PID + 1 + n), sorted first.
  *
@@ -84,28 +85,18 @@
 #include "hps.h"
 #include "jsonw.h"
 #include "macro.h"
+#include "snapview.h"
 
 #define JSON_LONG_WAIT_NS (3 * NSEC_PER_MSEC)
 #define CPUS_PID UINT32_C(4194304) /* PID_MAX_LIMIT: above every pid and tid */
 #define CPUS_NAME "CPUs"
 
-/* The kernel's sched_switch prev_state encoding, as in SchedSwitchTable. */
-#define STATE_RUNNING 0x0
-#define STATE_PREEMPTED 0x100
-#define STATE_RUNNABLE(s) ((s) == STATE_RUNNING || (s) == STATE_PREEMPTED)
-
-/* IrqTable.kind and .flags; LockTable.flags */
-#define IRQ_KIND_HARD 1
-#define IRQ_KIND_SOFT 2
-#define IRQ_FLAG_RUNNING 0x1
-#define IRQ_FLAG_WAITING 0x2
-
 enum { ST_UNKNOWN, ST_RUNNING, ST_RUNNABLE, ST_BLOCKED };
 
+/* What the export keeps of a thread of the view, while it walks the switches. */
 struct thread {
-	uint32_t tid, pid;
-	const char *comm;
-	bool watched;
+	const struct snapview_thread *id;
+	bool watched; /* of Snapshot.pid: every one of its switches is in the table */
 	uint8_t st; /* ST_*: what the thread is doing since `since` */
 	bool woken; /* ST_RUNNABLE: after a wakeup, not a preemption */
 	uint32_t cpu; /* ST_RUNNING: where */
@@ -135,8 +126,8 @@ struct json {
 	FILE *out;
 	int err; /* the first write error, -errno */
 	struct jsonw *j;
-	struct thread *threads;
-	size_t nthreads;
+	struct snapview view;
+	struct thread *threads; /* by position in view.threads */
 	struct cut *cuts; /* sorted by thread, then time */
 	size_t ncuts;
 	struct fault_ref *faults; /* sorted by thread, then time */
@@ -168,7 +159,7 @@ static const char *str_at(const Hostprof__Snapshot *s, uint32_t idx)
 /* The trace viewer's colour for a thread blocked in this state. */
 static const char *blocked_cname(uint32_t state)
 {
-	return state == 0x2 ? "thread_state_uninterruptible" : "thread_state_sleeping";
+	return state == HPS_STATE_UNINTERRUPTIBLE ? "thread_state_uninterruptible" : "thread_state_sleeping";
 }
 
 static int cmp_cut(const void *a, const void *b)
@@ -205,31 +196,9 @@ static size_t sort_unique(uint32_t *v, size_t n)
 
 static struct thread *thread_find(struct json *x, uint32_t tid)
 {
-	size_t lo = 0, hi = x->nthreads;
+	ssize_t k = snapview_index(&x->view, tid);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (x->threads[mid].tid == tid)
-			return &x->threads[mid];
-		if (x->threads[mid].tid < tid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
-}
-
-static void note(struct json *x, uint32_t tid, uint32_t pid, const char *comm)
-{
-	struct thread *t = thread_find(x, tid);
-
-	if (!t)
-		return;
-	if (!t->pid)
-		t->pid = pid;
-	if (!t->comm && comm && *comm)
-		t->comm = comm;
+	return k < 0 ? NULL : &x->threads[k];
 }
 
 static void append(uint32_t *v, size_t *n, const uint32_t *col, size_t len)
@@ -242,88 +211,17 @@ static void append(uint32_t *v, size_t *n, const uint32_t *col, size_t len)
 /* Every thread the snapshot names but the idle task, with its pid and name. */
 static int build_threads(struct json *x)
 {
-	const Hostprof__Snapshot *s = x->snap;
-	const Hostprof__SchedSwitchTable *sw = s->switches;
-	const Hostprof__WakeupTable *wk = s->wakeups;
-	const Hostprof__SyscallTable *sc = s->syscalls;
-	const Hostprof__MigrationTable *mg = s->migrations;
-	const Hostprof__TaskEventTable *te = s->task_events;
-	const Hostprof__ReclaimTable *rc = s->reclaims;
-	const Hostprof__LockTable *lk = s->locks;
-	const Hostprof__FaultTable *ft = s->faults;
-	_cleanup_free_ uint32_t *tids = NULL;
-	size_t i, n = 0, total;
+	int r;
 
-	total = s->n_threads + s->n_markers + (sw ? 2 * sw->n_ts_delta : 0) + (wk ? 2 * wk->n_ts_delta : 0) +
-		(sc ? sc->n_ts_delta : 0) + (mg ? mg->n_ts_delta : 0) + (te ? 2 * te->n_ts_delta : 0) +
-		(rc ? rc->n_ts_delta : 0) + (lk ? lk->n_ts_delta : 0) + (ft ? ft->n_ts_delta : 0);
-	tids = malloc(MAX(total, (size_t)1) * sizeof(*tids));
-	if (!tids)
-		return -ENOMEM;
-	for (i = 0; i < s->n_threads; i++)
-		tids[n++] = s->threads[i]->tid;
-	for (i = 0; i < s->n_markers; i++)
-		tids[n++] = s->markers[i]->tid;
-	if (sw) {
-		append(tids, &n, sw->prev_tid, sw->n_ts_delta);
-		append(tids, &n, sw->next_tid, sw->n_ts_delta);
-	}
-	if (wk) {
-		append(tids, &n, wk->tid, wk->n_ts_delta);
-		append(tids, &n, wk->waker_tid, wk->n_ts_delta);
-	}
-	if (sc)
-		append(tids, &n, sc->tid, sc->n_ts_delta);
-	if (mg)
-		append(tids, &n, mg->tid, mg->n_ts_delta);
-	if (te) {
-		append(tids, &n, te->tid, te->n_ts_delta);
-		append(tids, &n, te->child_tid, te->n_ts_delta);
-	}
-	if (rc)
-		append(tids, &n, rc->tid, rc->n_ts_delta);
-	if (lk)
-		append(tids, &n, lk->tid, lk->n_ts_delta);
-	if (ft)
-		append(tids, &n, ft->tid, ft->n_ts_delta);
-	n = sort_unique(tids, n);
-
-	x->threads = calloc(MAX(n, (size_t)1), sizeof(*x->threads));
+	r = snapview_init(x->snap, &x->view);
+	if (r < 0)
+		return r;
+	x->threads = calloc(MAX(x->view.n_threads, (size_t)1), sizeof(*x->threads));
 	if (!x->threads)
 		return -ENOMEM;
-	for (i = 0; i < n; i++) {
-		if (tids[i] == 0)
-			continue;
-		x->threads[x->nthreads].tid = tids[i];
-		x->nthreads++;
-	}
-
-	for (i = 0; i < s->n_threads; i++)
-		note(x, s->threads[i]->tid, s->threads[i]->pid, s->threads[i]->comm);
-	for (i = 0; sw && i < sw->n_ts_delta; i++) {
-		note(x, sw->prev_tid[i], sw->prev_pid[i], str_at(s, sw->prev_comm[i]));
-		note(x, sw->next_tid[i], sw->next_pid[i], str_at(s, sw->next_comm[i]));
-	}
-	for (i = 0; wk && i < wk->n_ts_delta; i++) {
-		note(x, wk->tid[i], wk->pid[i], NULL);
-		note(x, wk->waker_tid[i], wk->waker_pid[i], str_at(s, wk->waker_comm[i]));
-	}
-	for (i = 0; sc && i < sc->n_ts_delta; i++)
-		note(x, sc->tid[i], sc->pid[i], NULL);
-	for (i = 0; mg && i < mg->n_ts_delta; i++)
-		note(x, mg->tid[i], mg->pid[i], NULL);
-	for (i = 0; te && i < te->n_ts_delta; i++) {
-		note(x, te->tid[i], te->pid[i], NULL);
-		note(x, te->child_tid[i], te->child_pid[i], te->kind[i] == 1 ? str_at(s, te->comm[i]) : NULL);
-	}
-	for (i = 0; rc && i < rc->n_ts_delta; i++)
-		note(x, rc->tid[i], rc->pid[i], NULL);
-	for (i = 0; lk && i < lk->n_ts_delta; i++)
-		note(x, lk->tid[i], lk->pid[i], NULL);
-	for (i = 0; ft && i < ft->n_ts_delta; i++)
-		note(x, ft->tid[i], ft->pid[i], NULL);
-	for (i = 0; i < x->nthreads; i++)
-		x->threads[i].watched = x->threads[i].pid == s->pid;
+	for (size_t i = 0; i < x->view.n_threads; i++)
+		x->threads[i] = (struct thread){ .id = &x->view.threads[i],
+						 .watched = x->view.threads[i].pid == x->snap->pid };
 	return 0;
 }
 
@@ -456,16 +354,12 @@ static void metadata(struct json *x, const char *what, uint64_t pid, uint64_t ti
 
 static const char *process_name(struct json *x, uint32_t pid, char *buf, size_t len)
 {
-	const Hostprof__Snapshot *s = x->snap;
-	const struct thread *main_thread;
-	size_t i;
+	const Hostprof__Process *p = snapview_process(&x->view, pid);
 
-	for (i = 0; i < s->n_processes; i++)
-		if (s->processes[i]->pid == pid && s->processes[i]->comm && *s->processes[i]->comm)
-			return s->processes[i]->comm;
-	main_thread = thread_find(x, pid);
-	if (main_thread && main_thread->comm)
-		return main_thread->comm;
+	if (p && p->comm && *p->comm)
+		return p->comm;
+	if (*snapview_comm(&x->view, pid)) /* its main thread's */
+		return snapview_comm(&x->view, pid);
 	snprintf(buf, len, "pid %" PRIu32, pid);
 	return buf;
 }
@@ -479,13 +373,13 @@ static int write_metadata(struct json *x)
 	size_t i, npids = 0, ncpus = 0;
 	char buf[32];
 
-	pids = malloc((x->nthreads + s->n_processes + 1) * sizeof(*pids));
+	pids = malloc((x->view.n_threads + s->n_processes + 1) * sizeof(*pids));
 	cpus = malloc(MAX((sw ? sw->n_ts_delta : 0) + (irq ? irq->n_ts_delta : 0), (size_t)1) * sizeof(*cpus));
 	if (!pids || !cpus)
 		return -ENOMEM;
-	for (i = 0; i < x->nthreads; i++)
-		if (x->threads[i].pid)
-			pids[npids++] = x->threads[i].pid;
+	for (i = 0; i < x->view.n_threads; i++)
+		if (x->view.threads[i].pid)
+			pids[npids++] = x->view.threads[i].pid;
 	for (i = 0; i < s->n_processes; i++)
 		if (s->processes[i]->pid)
 			pids[npids++] = s->processes[i]->pid;
@@ -505,12 +399,12 @@ static int write_metadata(struct json *x)
 	for (i = 0; i < npids && !failed(x); i++)
 		metadata(x, "process_name", pids[i], 0, process_name(x, pids[i], buf, sizeof(buf)),
 			 pids[i] == s->pid ? 1 : 2);
-	for (i = 0; i < x->nthreads && !failed(x); i++) {
-		const struct thread *t = &x->threads[i];
+	for (i = 0; i < x->view.n_threads && !failed(x); i++) {
+		const struct snapview_thread *t = &x->view.threads[i];
 
 		if (!t->pid)
 			continue;
-		if (t->comm) {
+		if (*t->comm) {
 			metadata(x, "thread_name", t->pid, t->tid, t->comm, t->tid);
 		} else {
 			snprintf(buf, sizeof(buf), "tid %" PRIu32, t->tid);
@@ -518,14 +412,6 @@ static int write_metadata(struct json *x)
 		}
 	}
 	return x->err;
-}
-
-static void write_hex_field(struct jsonw *j, const char *name, uint64_t v)
-{
-	char buf[24];
-
-	snprintf(buf, sizeof(buf), "0x%" PRIx64, v);
-	jsonw_string_field(j, name, buf);
 }
 
 static void write_syscalls(struct json *x)
@@ -550,9 +436,9 @@ static void write_syscalls(struct json *x)
 		jsonw_name(j, "args");
 		jsonw_begin_object(j);
 		jsonw_uint_field(j, "nr", t->nr[i]);
-		write_hex_field(j, "arg0", t->arg0[i]);
-		write_hex_field(j, "arg1", t->arg1[i]);
-		write_hex_field(j, "arg2", t->arg2[i]);
+		jsonw_hex_field(j, "arg0", t->arg0[i]);
+		jsonw_hex_field(j, "arg1", t->arg1[i]);
+		jsonw_hex_field(j, "arg2", t->arg2[i]);
 		jsonw_int_field(j, "ret", t->ret[i]);
 		jsonw_uint_field(j, "cpu", t->cpu[i]);
 		jsonw_end_object(j);
@@ -579,7 +465,12 @@ static void write_task_events(struct json *x)
 {
 	const Hostprof__Snapshot *s = x->snap;
 	const Hostprof__TaskEventTable *t = s->task_events;
-	static const char *const names[] = { [1] = "fork", [2] = "exit", [3] = "exec", [4] = "rename" };
+	static const char *const names[] = {
+		[HPS_TASK_FORK] = "fork",
+		[HPS_TASK_EXIT] = "exit",
+		[HPS_TASK_EXEC] = "exec",
+		[HPS_TASK_RENAME] = "rename",
+	};
 	uint64_t ts = s->start_ns;
 	size_t i, n = t ? t->n_ts_delta : 0;
 	char buf[32];
@@ -593,7 +484,7 @@ static void write_task_events(struct json *x)
 			name = buf;
 		}
 		instant_begin(x, name, "task", t->pid[i], t->tid[i], ts);
-		if (t->kind[i] == 1) {
+		if (t->kind[i] == HPS_TASK_FORK) {
 			jsonw_uint_field(x->j, "child_tid", t->child_tid[i]);
 			jsonw_uint_field(x->j, "child_pid", t->child_pid[i]);
 		}
@@ -630,7 +521,7 @@ static void write_markers(struct json *x)
 		const struct thread *t = m->tid ? thread_find(x, m->tid) : NULL;
 
 		instant_begin(x, m->name && *m->name ? m->name : "marker", "marker",
-			      t && t->pid ? t->pid : s->pid, m->tid, m->ts);
+			      t && t->id->pid ? t->id->pid : s->pid, m->tid, m->ts);
 		if (m->detail && *m->detail)
 			jsonw_string_field(x->j, "detail", m->detail);
 		instant_end(x);
@@ -640,9 +531,9 @@ static void write_markers(struct json *x)
 /* "comm:tid" of a thread, "?:tid" when its name is not known. */
 static void task_name(struct json *x, uint32_t tid, char *buf, size_t len)
 {
-	const struct thread *t = thread_find(x, tid);
+	const char *comm = snapview_comm(&x->view, tid);
 
-	snprintf(buf, len, "%s:%" PRIu32, t && t->comm ? t->comm : "?", tid);
+	snprintf(buf, len, "%s:%" PRIu32, *comm ? comm : "?", tid);
 }
 
 static void write_irqs(struct json *x)
@@ -658,30 +549,30 @@ static void write_irqs(struct json *x)
 		const char *what = str_at(s, t->name[i]);
 
 		ts += t->ts_delta[i];
-		if (t->kind[i] == IRQ_KIND_HARD && *what)
+		if (t->kind[i] == HPS_IRQ_HARD && *what)
 			snprintf(name, sizeof(name), "IRQ %" PRIu32 " (%s)", t->num[i], what);
-		else if (t->kind[i] == IRQ_KIND_HARD)
+		else if (t->kind[i] == HPS_IRQ_HARD)
 			snprintf(name, sizeof(name), "IRQ %" PRIu32, t->num[i]);
-		else if (t->kind[i] == IRQ_KIND_SOFT)
+		else if (t->kind[i] == HPS_IRQ_SOFT)
 			snprintf(name, sizeof(name), "softirq %s", *what ? what : hps_softirq_name(t->num[i]));
 		else
 			continue;
-		event_begin(x, "X", name, t->kind[i] == IRQ_KIND_HARD ? "irq" : "softirq", CPUS_PID,
+		event_begin(x, "X", name, t->kind[i] == HPS_IRQ_HARD ? "irq" : "softirq", CPUS_PID,
 			    (uint64_t)CPUS_PID + 1 + t->cpu[i], ts);
 		jsonw_fixed_field(j, "dur", (int64_t)t->dur_ns[i], 3);
 		jsonw_name(j, "args");
 		jsonw_begin_object(j);
-		if (t->kind[i] == IRQ_KIND_HARD) {
+		if (t->kind[i] == HPS_IRQ_HARD) {
 			jsonw_uint_field(j, "irq", t->num[i]);
 			jsonw_string_field(j, "handler", what);
 		} else {
 			jsonw_uint_field(j, "vec", t->num[i]);
 		}
-		if ((t->flags[i] & IRQ_FLAG_RUNNING) && t->tid[i]) {
+		if ((t->flags[i] & HPS_IRQ_INTERRUPTED) && t->tid[i]) {
 			task_name(x, t->tid[i], task, sizeof(task));
 			jsonw_string_field(j, "interrupted", task);
 		}
-		if (t->flags[i] & IRQ_FLAG_WAITING)
+		if (t->flags[i] & HPS_IRQ_WAITED)
 			jsonw_uint_field(j, "waiting_pid", t->pid[i]);
 		jsonw_end_object(j);
 		jsonw_end_object(j);
@@ -702,7 +593,7 @@ static void write_reclaims(struct json *x)
 		jsonw_name(j, "args");
 		jsonw_begin_object(j);
 		jsonw_int_field(j, "order", t->order[i]);
-		write_hex_field(j, "gfp", t->gfp[i]);
+		jsonw_hex_field(j, "gfp", t->gfp[i]);
 		jsonw_int_field(j, "result", t->result[i]);
 		jsonw_uint_field(j, "cpu", t->cpu[i]);
 		jsonw_end_object(j);
@@ -726,8 +617,8 @@ static void write_locks(struct json *x)
 		jsonw_fixed_field(j, "dur", (int64_t)t->dur_ns[i], 3);
 		jsonw_name(j, "args");
 		jsonw_begin_object(j);
-		write_hex_field(j, "lock", t->lock[i]);
-		write_hex_field(j, "flags", t->flags[i]);
+		jsonw_hex_field(j, "lock", t->lock[i]);
+		jsonw_hex_field(j, "flags", t->flags[i]);
 		jsonw_int_field(j, "ret", t->ret[i]);
 		jsonw_uint_field(j, "cpu", t->cpu[i]);
 		jsonw_end_object(j);
@@ -786,7 +677,7 @@ static void span_piece(struct json *x, const struct thread *t, const struct span
 	struct jsonw *j = x->j;
 	char buf[16];
 
-	event_begin(x, "X", sp->name, sp->cat, t->pid, t->tid, start);
+	event_begin(x, "X", sp->name, sp->cat, t->id->pid, t->id->tid, start);
 	jsonw_fixed_field(j, "dur", (int64_t)(end - start), 3);
 	jsonw_string_field(j, "cname", sp->cname);
 	jsonw_name(j, "args");
@@ -843,14 +734,14 @@ static void cpu_span(struct json *x, const struct thread *t, uint32_t end_state,
 	struct jsonw *j = x->j;
 	char name[64], buf[16];
 
-	snprintf(name, sizeof(name), "%s:%" PRIu32, t->comm ? t->comm : "?", t->tid);
+	snprintf(name, sizeof(name), "%s:%" PRIu32, *t->id->comm ? t->id->comm : "?", t->id->tid);
 	event_begin(x, "X", name, "cpu", CPUS_PID, (uint64_t)CPUS_PID + 1 + t->cpu, t->since);
 	jsonw_fixed_field(j, "dur", (int64_t)(end - t->since), 3);
 	jsonw_string_field(j, "cname", "thread_state_running");
 	jsonw_name(j, "args");
 	jsonw_begin_object(j);
-	jsonw_uint_field(j, "tid", t->tid);
-	jsonw_uint_field(j, "pid", t->pid);
+	jsonw_uint_field(j, "tid", t->id->tid);
+	jsonw_uint_field(j, "pid", t->id->pid);
 	jsonw_int_field(j, "prio", t->prio);
 	jsonw_string_field(j, "end_state", hps_state_name(end_state, buf, sizeof(buf)));
 	jsonw_end_object(j);
@@ -933,7 +824,7 @@ static void on_switch_out(struct json *x, size_t i, uint64_t ts)
 		thread_span(x, t, &sp, t->since, ts);
 		cpu_span(x, t, sw->prev_state[i], ts);
 	}
-	t->st = STATE_RUNNABLE(sw->prev_state[i]) ? ST_RUNNABLE : ST_BLOCKED;
+	t->st = HPS_STATE_RUNNABLE(sw->prev_state[i]) ? ST_RUNNABLE : ST_BLOCKED;
 	t->woken = false;
 	t->state = sw->prev_state[i];
 	t->by_tid = sw->next_tid[i];
@@ -958,7 +849,7 @@ static void on_switch_in(struct json *x, size_t i, uint64_t ts)
 			break;
 		case ST_BLOCKED:
 			/* woken by what the wakeup table did not keep: the wait says when */
-			if (kind == 1 && wait && wait <= ts - t->since) {
+			if (kind == HPS_WAIT_WAKEUP && wait && wait <= ts - t->since) {
 				blocked_span(x, t, ts - wait, 0, NULL);
 				t->woken = true;
 				t->by_tid = 0;
@@ -969,9 +860,10 @@ static void on_switch_in(struct json *x, size_t i, uint64_t ts)
 			break;
 		case ST_UNKNOWN:
 			/* its first event: the wait measured in the kernel is still known */
-			if ((kind == 1 || kind == 2) && wait && wait <= ts - s->start_ns) {
-				t->woken = kind == 1;
-				t->state = STATE_RUNNING;
+			if ((kind == HPS_WAIT_WAKEUP || kind == HPS_WAIT_PREEMPT) && wait &&
+			    wait <= ts - s->start_ns) {
+				t->woken = kind == HPS_WAIT_WAKEUP;
+				t->state = HPS_STATE_RUNNING;
 				t->by_tid = 0;
 				runnable_span(x, t, ts - wait, ts);
 			}
@@ -1085,6 +977,7 @@ static int write_json(struct json *x)
 static void json_free(struct json *x)
 {
 	jsonw_free(x->j);
+	snapview_free(&x->view);
 	free(x->threads);
 	free(x->cuts);
 	free(x->faults);

@@ -28,8 +28,8 @@
  *        next_prio}, *_pid are thread ids, FtraceEvent.pid = prev_tid;
  *      - sched_waking {comm, pid, prio, success = 1, target_cpu} of the task woken, in the
  *        bundle of WakeupTable.cpu (where the waker ran), FtraceEvent.pid = waker_tid. The
- *        table keeps no comm nor prio of the woken task: comm comes from Snapshot.threads
- *        (else its sched_switch rows), prio from its latest sched_switch row before the
+ *        table keeps no comm nor prio of the woken task: comm comes from the thread index
+ *        (snapview.h), prio from its latest sched_switch row before the
  *        wakeup (else its first one; omitted when it never switched). Rows of new tasks
  *        (flags & 1, the kernel's sched_wakeup_new) are written as sched_waking too:
  *        trace_processor derives the waker and the runnable state from sched_waking only;
@@ -193,6 +193,7 @@
 #include "hps.h"
 #include "macro.h"
 #include "pbwriter.h"
+#include "snapview.h"
 
 #define PERFETTO_SEQUENCE_ID 0x4850 /* "HP"; any value but 0 and 1 */
 #define PERFETTO_PROFILE_SEQUENCE_ID 0x4851 /* the samples and their interned stacks */
@@ -375,13 +376,7 @@ enum {
 /* What a bundle holds: a sched_switch row, a WakeupTable row, an IrqTable row's entry or exit. */
 enum { EV_SWITCH, EV_WAKING, EV_IRQ_ENTRY, EV_IRQ_EXIT };
 
-/* IrqTable.kind and .flags */
-#define IRQ_KIND_HARD 1
-#define IRQ_KIND_SOFT 2
-#define IRQ_FLAG_RUNNING 0x1
 #define SOFTIRQ_VECTORS 10 /* HI 0 .. RCU 9: the ones trace_processor has a name for */
-
-/* LockTable.flags: the lock is the mmap_lock of the thread's own process */
 
 #define PRIO_UNKNOWN INT32_MIN
 
@@ -400,13 +395,12 @@ struct irq_exit {
 	uint32_t idx;
 };
 
-/* Every thread the snapshot names, sorted by tid. */
+/* What the export keeps of a thread of the view. */
 struct thread_info {
-	uint32_t tid, pid;
+	const struct snapview_thread *id;
 	int32_t prio; /* latest seen in the sched_switch sweep; PRIO_UNKNOWN */
 	bool described; /* its TrackDescriptor is out */
 	bool faults_described; /* and the one of its "page faults" track */
-	const char *comm;
 };
 
 struct exporter {
@@ -415,8 +409,8 @@ struct exporter {
 	struct pbw w;
 	size_t ncpus; /* highest CPU number seen + 1 */
 	struct cpu_batch **batches;
-	struct thread_info *threads;
-	size_t nthreads;
+	struct snapview view;
+	struct thread_info *threads; /* by position in view.threads */
 	bool process_described;
 	/* IRQs entered whose exit is not written yet: a min-heap by (ts, idx) */
 	struct irq_exit *exits;
@@ -657,144 +651,33 @@ static int write_process_tree(struct exporter *e)
 
 static struct thread_info *thread_find(struct exporter *e, uint32_t tid)
 {
-	size_t lo = 0, hi = e->nthreads;
+	ssize_t k = snapview_index(&e->view, tid);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (e->threads[mid].tid == tid)
-			return &e->threads[mid];
-		if (e->threads[mid].tid < tid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
+	return k < 0 ? NULL : &e->threads[k];
 }
 
-static void append_tids(uint32_t *tids, size_t *n, const uint32_t *col, size_t len)
-{
-	if (len)
-		memcpy(tids + *n, col, len * sizeof(*col));
-	*n += len;
-}
-
-/* A thread's pid, when the thread was not known by it yet. */
-static void note_pid(struct exporter *e, uint32_t tid, uint32_t pid)
-{
-	struct thread_info *t = thread_find(e, tid);
-
-	if (t && !t->pid)
-		t->pid = pid;
-}
-
-/*
- * Every tid of the snapshot, with its pid, name and first known prio: from Snapshot.threads
- * first, then from the tables.
- */
+/* Every tid of the snapshot but 0, with its pid, name and first known prio. */
 static int build_thread_index(struct exporter *e)
 {
-	const Hostprof__Snapshot *s = e->snap;
-	const Hostprof__SchedSwitchTable *sw = s->switches;
-	const Hostprof__WakeupTable *wk = s->wakeups;
-	const Hostprof__SyscallTable *sc = s->syscalls;
-	const Hostprof__OffCpuTable *off = s->offcpu;
-	const Hostprof__MigrationTable *mg = s->migrations;
-	const Hostprof__SampleTable *smp = s->samples;
-	const Hostprof__ReclaimTable *rc = s->reclaims;
-	const Hostprof__LockTable *lk = s->locks;
-	const Hostprof__FaultTable *ft = s->faults;
-	_cleanup_free_ uint32_t *tids = NULL;
-	size_t i, n = 0, total, nsw;
+	const Hostprof__SchedSwitchTable *sw = e->snap->switches;
+	int r;
 
-	nsw = sw ? sw->n_ts_delta : 0;
-	total = s->n_threads + s->n_markers + 2 * nsw + (wk ? 2 * wk->n_ts_delta : 0) +
-		(sc ? sc->n_ts_delta : 0) + (off ? off->n_ts_delta : 0) + (mg ? mg->n_ts_delta : 0) +
-		(smp ? smp->n_ts_delta : 0) + (rc ? rc->n_ts_delta : 0) + (lk ? lk->n_ts_delta : 0) +
-		(ft ? ft->n_ts_delta : 0);
-	tids = malloc(MAX(total, (size_t)1) * sizeof(*tids));
-	if (!tids)
-		return -ENOMEM;
-	for (i = 0; i < s->n_threads; i++)
-		tids[n++] = s->threads[i]->tid;
-	for (i = 0; i < s->n_markers; i++)
-		tids[n++] = s->markers[i]->tid;
-	if (sw) {
-		append_tids(tids, &n, sw->prev_tid, nsw);
-		append_tids(tids, &n, sw->next_tid, nsw);
-	}
-	if (wk) {
-		append_tids(tids, &n, wk->tid, wk->n_ts_delta);
-		append_tids(tids, &n, wk->waker_tid, wk->n_ts_delta);
-	}
-	if (sc)
-		append_tids(tids, &n, sc->tid, sc->n_ts_delta);
-	if (off)
-		append_tids(tids, &n, off->tid, off->n_ts_delta);
-	if (mg)
-		append_tids(tids, &n, mg->tid, mg->n_ts_delta);
-	if (smp)
-		append_tids(tids, &n, smp->tid, smp->n_ts_delta);
-	if (rc)
-		append_tids(tids, &n, rc->tid, rc->n_ts_delta);
-	if (lk)
-		append_tids(tids, &n, lk->tid, lk->n_ts_delta);
-	if (ft)
-		append_tids(tids, &n, ft->tid, ft->n_ts_delta);
-
-	qsort_safe(tids, n, sizeof(*tids), cmp_u32);
-	e->threads = calloc(MAX(n, (size_t)1), sizeof(*e->threads));
+	r = snapview_init(e->snap, &e->view);
+	if (r < 0)
+		return r;
+	e->threads = calloc(MAX(e->view.n_threads, (size_t)1), sizeof(*e->threads));
 	if (!e->threads)
 		return -ENOMEM;
-	for (i = 0; i < n; i++) {
-		if (e->nthreads && e->threads[e->nthreads - 1].tid == tids[i])
-			continue;
-		e->threads[e->nthreads].tid = tids[i];
-		e->threads[e->nthreads].prio = PRIO_UNKNOWN;
-		e->nthreads++;
-	}
-
-	for (i = 0; i < s->n_threads; i++) {
-		struct thread_info *t = thread_find(e, s->threads[i]->tid);
-
-		t->pid = s->threads[i]->pid;
-		if (s->threads[i]->comm && *s->threads[i]->comm)
-			t->comm = s->threads[i]->comm;
-	}
-	for (i = 0; i < nsw; i++) {
+	for (size_t i = 0; i < e->view.n_threads; i++)
+		e->threads[i] = (struct thread_info){ .id = &e->view.threads[i], .prio = PRIO_UNKNOWN };
+	for (size_t i = 0; sw && i < sw->n_ts_delta; i++) {
 		struct thread_info *p = thread_find(e, sw->prev_tid[i]), *q = thread_find(e, sw->next_tid[i]);
 
-		if (p->prio == PRIO_UNKNOWN)
+		if (p && p->prio == PRIO_UNKNOWN)
 			p->prio = sw->prev_prio[i];
-		if (!p->comm && *string_at(s, sw->prev_comm[i]))
-			p->comm = string_at(s, sw->prev_comm[i]);
-		if (!p->pid)
-			p->pid = sw->prev_pid[i];
-		if (q->prio == PRIO_UNKNOWN)
+		if (q && q->prio == PRIO_UNKNOWN)
 			q->prio = sw->next_prio[i];
-		if (!q->comm && *string_at(s, sw->next_comm[i]))
-			q->comm = string_at(s, sw->next_comm[i]);
-		if (!q->pid)
-			q->pid = sw->next_pid[i];
 	}
-	for (i = 0; wk && i < wk->n_ts_delta; i++) {
-		note_pid(e, wk->tid[i], wk->pid[i]);
-		note_pid(e, wk->waker_tid[i], wk->waker_pid[i]);
-	}
-	for (i = 0; sc && i < sc->n_ts_delta; i++)
-		note_pid(e, sc->tid[i], sc->pid[i]);
-	for (i = 0; off && i < off->n_ts_delta; i++)
-		note_pid(e, off->tid[i], off->pid[i]);
-	for (i = 0; mg && i < mg->n_ts_delta; i++)
-		note_pid(e, mg->tid[i], mg->pid[i]);
-	for (i = 0; smp && i < smp->n_ts_delta; i++)
-		note_pid(e, smp->tid[i], smp->pid[i]);
-	for (i = 0; rc && i < rc->n_ts_delta; i++)
-		note_pid(e, rc->tid[i], rc->pid[i]);
-	for (i = 0; lk && i < lk->n_ts_delta; i++)
-		note_pid(e, lk->tid[i], lk->pid[i]);
-	for (i = 0; ft && i < ft->n_ts_delta; i++)
-		note_pid(e, ft->tid[i], ft->pid[i]);
 	return 0;
 }
 
@@ -831,7 +714,7 @@ static void write_sched_waking(struct exporter *e, size_t i, uint64_t ts, int32_
 	pbw_varint(w, FTRACE_EVENT_TIMESTAMP, ts);
 	pbw_varint(w, FTRACE_EVENT_PID, t->waker_tid[i]);
 	wk = pbw_begin(w, FTRACE_EVENT_SCHED_WAKING);
-	pbw_string(w, SCHED_WAKING_COMM, woken && woken->comm ? woken->comm : "");
+	pbw_string(w, SCHED_WAKING_COMM, woken ? woken->id->comm : "");
 	pbw_varint(w, SCHED_WAKING_PID, t->tid[i]);
 	if (prio != PRIO_UNKNOWN)
 		pbw_int(w, SCHED_WAKING_PRIO, prio);
@@ -850,9 +733,9 @@ static void write_irq(struct exporter *e, size_t i, uint64_t ts, bool exit)
 
 	ev = pbw_begin(w, BUNDLE_EVENT);
 	pbw_varint(w, FTRACE_EVENT_TIMESTAMP, ts);
-	if ((t->flags[i] & IRQ_FLAG_RUNNING) && t->tid[i])
+	if ((t->flags[i] & HPS_IRQ_INTERRUPTED) && t->tid[i])
 		pbw_varint(w, FTRACE_EVENT_PID, t->tid[i]);
-	if (t->kind[i] == IRQ_KIND_HARD) {
+	if (t->kind[i] == HPS_IRQ_HARD) {
 		if (exit) {
 			irq = pbw_begin(w, FTRACE_EVENT_IRQ_HANDLER_EXIT);
 			pbw_int(w, IRQ_HANDLER_EXIT_IRQ, (int32_t)t->num[i]);
@@ -989,9 +872,11 @@ static int add_switch(struct exporter *e, size_t i, uint64_t ts)
 	const Hostprof__SchedSwitchTable *t = e->snap->switches;
 	struct thread_info *p = thread_find(e, t->prev_tid[i]), *q = thread_find(e, t->next_tid[i]);
 
-	/* the prio a later sched_waking of these tasks reports */
-	p->prio = t->prev_prio[i];
-	q->prio = t->next_prio[i];
+	/* the prio a later sched_waking of these tasks reports (the idle task is not woken) */
+	if (p)
+		p->prio = t->prev_prio[i];
+	if (q)
+		q->prio = t->next_prio[i];
 	return batch_add(e, t->cpu[i], EV_SWITCH, i, ts, 0);
 }
 
@@ -1009,7 +894,7 @@ static int add_irq_entry(struct exporter *e, size_t i, uint64_t ts)
 	const Hostprof__IrqTable *t = e->snap->irqs;
 	int r;
 
-	if (t->kind[i] != IRQ_KIND_HARD && !(t->kind[i] == IRQ_KIND_SOFT && t->num[i] < SOFTIRQ_VECTORS))
+	if (t->kind[i] != HPS_IRQ_HARD && !(t->kind[i] == HPS_IRQ_SOFT && t->num[i] < SOFTIRQ_VECTORS))
 		return 0;
 	r = batch_add(e, t->cpu[i], EV_IRQ_ENTRY, i, ts, 0);
 	if (r < 0)
@@ -1083,11 +968,11 @@ static int describe_thread(struct exporter *e, struct thread_info *t, uint32_t p
 
 	packet = packet_begin(w, 0);
 	td = pbw_begin(w, PACKET_TRACK_DESCRIPTOR);
-	pbw_varint(w, TRACK_DESCRIPTOR_UUID, THREAD_TRACK_UUID(t->tid));
+	pbw_varint(w, TRACK_DESCRIPTOR_UUID, THREAD_TRACK_UUID(t->id->tid));
 	thread = pbw_begin(w, TRACK_DESCRIPTOR_THREAD);
-	pbw_varint(w, THREAD_DESCRIPTOR_PID, t->pid ? t->pid : pid);
-	pbw_varint(w, THREAD_DESCRIPTOR_TID, t->tid);
-	write_opt_string(w, THREAD_DESCRIPTOR_THREAD_NAME, t->comm);
+	pbw_varint(w, THREAD_DESCRIPTOR_PID, t->id->pid ? t->id->pid : pid);
+	pbw_varint(w, THREAD_DESCRIPTOR_TID, t->id->tid);
+	write_opt_string(w, THREAD_DESCRIPTOR_THREAD_NAME, t->id->comm);
 	pbw_end(w, thread);
 	pbw_end(w, td);
 	t->described = true;
@@ -1097,19 +982,16 @@ static int describe_thread(struct exporter *e, struct thread_info *t, uint32_t p
 static int describe_process(struct exporter *e)
 {
 	const Hostprof__Snapshot *s = e->snap;
-	const char *name = NULL;
+	const Hostprof__Process *p = snapview_process(&e->view, s->pid);
 	struct pbw *w = &e->w;
-	size_t packet, td, proc, i;
+	size_t packet, td, proc;
 
-	for (i = 0; i < s->n_processes; i++)
-		if (s->processes[i]->pid == s->pid)
-			name = s->processes[i]->comm;
 	packet = packet_begin(w, 0);
 	td = pbw_begin(w, PACKET_TRACK_DESCRIPTOR);
 	pbw_varint(w, TRACK_DESCRIPTOR_UUID, PROCESS_TRACK_UUID(s->pid));
 	proc = pbw_begin(w, TRACK_DESCRIPTOR_PROCESS);
 	pbw_varint(w, PROCESS_DESCRIPTOR_PID, s->pid);
-	write_opt_string(w, PROCESS_DESCRIPTOR_PROCESS_NAME, name);
+	write_opt_string(w, PROCESS_DESCRIPTOR_PROCESS_NAME, p ? p->comm : NULL);
 	pbw_end(w, proc);
 	pbw_end(w, td);
 	e->process_described = true;
@@ -1814,6 +1696,7 @@ static void exporter_free(struct exporter *e)
 		for (cpu = 0; cpu < e->ncpus; cpu++)
 			free(e->batches[cpu]);
 	free(e->batches);
+	snapview_free(&e->view);
 	free(e->threads);
 	free(e->exits);
 	free(e->stack_keys);

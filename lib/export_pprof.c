@@ -15,7 +15,7 @@
  * A sample's location_ids go leaf first: the kernel frames, innermost first, then the user
  * frames. One Location per distinct (address, mapping, name, kernel) among the frames
  * used, with one Line naming its Function; one Function per distinct name (the name
- * report.h's frame_names gives: unresolved frames read "libfoo.so+0x1234" here as in every
+ * snapview.h's frame_names gives: unresolved frames read "libfoo.so+0x1234" here as in every
  * other format). Every Snapshot.mapping becomes a Mapping with id = index + 1;
  * has_functions is set when every frame used in it is resolved, so that pprof may
  * symbolize the others itself when it has the binary.
@@ -49,10 +49,11 @@
 #include <zlib.h>
 
 #include "export.h"
+#include "fold.h"
 #include "hps.h"
 #include "macro.h"
 #include "pbwriter.h"
-#include "report.h"
+#include "snapview.h"
 
 enum {
 	PROFILE_SAMPLE_TYPE = 1,
@@ -177,7 +178,7 @@ struct pprof {
 	struct pbw w;
 	struct strtab st;
 	struct frame_names fn;
-	struct thread_names tn;
+	struct snapview view;
 	uint64_t *loc_of_frame; /* location id of each frame; 0: not used */
 	uint64_t *func_of_string; /* function id of each name's string index; 0: none yet */
 	size_t n_func_of_string;
@@ -210,22 +211,6 @@ static void put_value_type(struct pprof *p, uint32_t field, const char *type, co
 	pbw_end(&p->w, tok);
 }
 
-struct sample_key {
-	uint32_t tid, ustack, kstack;
-	uint64_t value;
-};
-
-static int cmp_sample_key(const void *a, const void *b)
-{
-	const struct sample_key *x = a, *y = b;
-
-	if (x->tid != y->tid)
-		return x->tid < y->tid ? -1 : 1;
-	if (x->ustack != y->ustack)
-		return x->ustack < y->ustack ? -1 : 1;
-	return x->kstack < y->kstack ? -1 : x->kstack > y->kstack;
-}
-
 static void put_stack_locations(struct pprof *p, uint32_t idx1)
 {
 	const Hostprof__Stack *s;
@@ -237,9 +222,9 @@ static void put_stack_locations(struct pprof *p, uint32_t idx1)
 		pbw_raw_varint(&p->w, p->loc_of_frame[s->frames[j]]);
 }
 
-static void put_sample(struct pprof *p, const struct sample_key *k, bool offcpu, uint64_t period)
+static void put_sample(struct pprof *p, const struct stack_count *k, bool offcpu, uint64_t period)
 {
-	const char *comm = thread_names_get(&p->tn, k->tid);
+	const char *comm = snapview_comm(&p->view, k->tid);
 	int64_t v[N_VALUES] = {};
 	size_t tok, sub;
 
@@ -274,32 +259,13 @@ static void put_sample(struct pprof *p, const struct sample_key *k, bool offcpu,
 /* Merges the rows of one table by (tid, stacks) and writes a Sample for each. */
 static int put_samples(struct pprof *p, bool offcpu, uint64_t period)
 {
-	const Hostprof__Snapshot *s = p->snap;
-	_cleanup_free_ struct sample_key *keys = NULL;
-	size_t n = 0, nk = 0;
+	_cleanup_free_ struct stack_count *keys = NULL;
+	size_t nk;
+	int r;
 
-	if (offcpu && s->offcpu)
-		n = s->offcpu->n_ts_delta;
-	else if (!offcpu && s->samples)
-		n = s->samples->n_ts_delta;
-	keys = calloc(MAX(n, (size_t)1), sizeof(*keys));
-	if (!keys)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		if (offcpu)
-			keys[i] = (struct sample_key){ s->offcpu->tid[i], s->offcpu->ustack[i],
-						       s->offcpu->kstack[i], s->offcpu->dur_ns[i] };
-		else
-			keys[i] = (struct sample_key){ s->samples->tid[i], s->samples->ustack[i],
-						       s->samples->kstack[i], 1 };
-	}
-	qsort_safe(keys, n, sizeof(*keys), cmp_sample_key);
-	for (size_t i = 0; i < n; i++) {
-		if (nk && !cmp_sample_key(&keys[nk - 1], &keys[i]))
-			keys[nk - 1].value += keys[i].value;
-		else
-			keys[nk++] = keys[i];
-	}
+	r = snapshot_stack_counts(p->snap, offcpu, &keys, &nk);
+	if (r < 0)
+		return r;
 	for (size_t i = 0; i < nk; i++)
 		put_sample(p, &keys[i], offcpu, period);
 	return 0;
@@ -554,7 +520,7 @@ int snapshot_export_pprof(const Hostprof__Snapshot *snap, FILE *out)
 	r = frame_names_init(snap, &p.fn);
 	if (r < 0)
 		goto out;
-	r = thread_names_init(snap, &p.tn);
+	r = snapview_init(snap, &p.view);
 	if (r < 0)
 		goto out;
 	r = build_profile(&p);
@@ -570,7 +536,7 @@ out:
 	pbw_free(&p.w);
 	strtab_free(&p.st);
 	frame_names_free(&p.fn);
-	thread_names_free(&p.tn);
+	snapview_free(&p.view);
 	free(p.loc_of_frame);
 	free(p.func_of_string);
 	return r;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * SVG flame graph exporter: the folded stacks of snapshot_fold() (report.h) drawn as a
+ * SVG flame graph exporter: the folded stacks of snapshot_fold() (fold.h) drawn as a
  * self-contained SVG, on-CPU (samples) or off-CPU (microseconds blocked).
  *
  * Layout: the root frame "all" at the bottom, each stack's frames stacked upwards, the
@@ -24,9 +24,9 @@
 #include <string.h>
 
 #include "export.h"
+#include "fold.h"
 #include "hps.h"
 #include "macro.h"
-#include "report.h"
 
 #define IMAGE_WIDTH 1200
 #define PAD_X 10

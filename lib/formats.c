@@ -108,17 +108,6 @@ int formats_parse(const char *list, unsigned *ret_mask, char **ret_bad)
 	return 0;
 }
 
-const char *formats_name(unsigned mask, char *buf, size_t len)
-{
-	size_t off = 0;
-
-	buf[0] = 0;
-	for (size_t i = 0; i < FMT_MAX; i++)
-		if (mask & (1u << i))
-			off += snprintf(buf + off, off < len ? len - off : 0, "%s%s", off ? "," : "", formats[i].name);
-	return buf;
-}
-
 size_t formats_files(unsigned mask)
 {
 	size_t n = 0;

@@ -32,8 +32,6 @@ enum {
 /* "perfetto,hps", "all": a mask of FMT_* bits. On error, *ret_bad names the bad word
  * (malloc'ed) and -EINVAL is returned. */
 int formats_parse(const char *list, unsigned *ret_mask, char **ret_bad);
-/* "perfetto,hps,report" for a mask, into buf. */
-const char *formats_name(unsigned mask, char *buf, size_t len);
 /* The files a mask makes. */
 size_t formats_files(unsigned mask);
 

@@ -377,11 +377,11 @@ int hps_switch_times(const Hostprof__Snapshot *snap, uint64_t **ret_ts)
 const char *hps_state_name(uint32_t state, char *buf, size_t len)
 {
 	switch (state) {
-	case 0x0:
+	case HPS_STATE_RUNNING:
 		return "R";
 	case 0x1:
 		return "S";
-	case 0x2:
+	case HPS_STATE_UNINTERRUPTIBLE:
 		return "D";
 	case 0x4:
 		return "T";
@@ -395,7 +395,7 @@ const char *hps_state_name(uint32_t state, char *buf, size_t len)
 		return "P";
 	case 0x80:
 		return "I";
-	case 0x100:
+	case HPS_STATE_PREEMPTED:
 		return "R+";
 	}
 	snprintf(buf, len, "0x%x", state);
@@ -412,25 +412,29 @@ const char *hps_softirq_name(uint32_t vec)
 
 const char *hps_reclaim_kind_name(uint32_t kind)
 {
-	static const char *const names[] = { "?", "direct reclaim", "memcg reclaim", "compaction" };
+	static const char *const names[] = {
+		"?",
+		[HPS_RECLAIM_DIRECT] = "direct reclaim",
+		[HPS_RECLAIM_MEMCG] = "memcg reclaim",
+		[HPS_RECLAIM_COMPACT] = "compaction",
+	};
 
 	return kind < ARRAY_SIZE(names) ? names[kind] : "?";
 }
 
 const char *hps_lock_kind_name(uint32_t flags)
 {
-	/* LCB_F_*: SPIN 1, READ 2, WRITE 4, RT 8, PERCPU 0x10, MUTEX 0x20 */
-	if (flags & 0x20)
-		return (flags & 0x8) ? "rt_mutex" : "mutex";
-	if (flags & 0x10)
-		return (flags & 0x4) ? "percpu rwsem write" : "percpu rwsem read";
-	if (flags & 0x4)
-		return (flags & 0x1) ? "rwlock write" : "rwsem write";
-	if (flags & 0x2)
-		return (flags & 0x1) ? "rwlock read" : "rwsem read";
-	if (flags & 0x8)
+	if (flags & HPS_LOCK_MUTEX)
+		return (flags & HPS_LOCK_RT) ? "rt_mutex" : "mutex";
+	if (flags & HPS_LOCK_PERCPU)
+		return (flags & HPS_LOCK_WRITE) ? "percpu rwsem write" : "percpu rwsem read";
+	if (flags & HPS_LOCK_WRITE)
+		return (flags & HPS_LOCK_SPIN) ? "rwlock write" : "rwsem write";
+	if (flags & HPS_LOCK_READ)
+		return (flags & HPS_LOCK_SPIN) ? "rwlock read" : "rwsem read";
+	if (flags & HPS_LOCK_RT)
 		return "rt_mutex";
-	if (flags & 0x1)
+	if (flags & HPS_LOCK_SPIN)
 		return "spinlock";
 	return "lock";
 }

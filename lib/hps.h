@@ -33,6 +33,58 @@ int hps_abs_times(uint64_t start_ns, const uint64_t *delta, size_t n, uint64_t *
 /* Absolute timestamps of the sched_switch table (ts_delta accumulated), malloc'ed. */
 int hps_switch_times(const Hostprof__Snapshot *snap, uint64_t **ret_ts);
 
+/*
+ * What the values of the snapshot's columns mean (proto/snapshot.proto says the same in
+ * prose). Every reader of a snapshot takes them from here; the daemon writes the kernel's
+ * values (bpf/hostprof.h) through unchanged, so the two agree by construction.
+ */
+
+/* SchedSwitchTable.prev_state, OffCpuTable.state: the sched_switch tracepoint's encoding */
+#define HPS_STATE_RUNNING 0x0
+#define HPS_STATE_UNINTERRUPTIBLE 0x2 /* D */
+#define HPS_STATE_PREEMPTED 0x100 /* TASK_REPORT_MAX: preempted while runnable, "R+" */
+#define HPS_STATE_KNOWN 0x1ff /* the bits of R+ and of S D T t X Z P I (0x1 .. 0x80) */
+/* Switched out while still runnable (R or R+): preempted. */
+#define HPS_STATE_RUNNABLE(s) ((s) == HPS_STATE_RUNNING || (s) == HPS_STATE_PREEMPTED)
+
+/* SchedSwitchTable.next_wait_kind: where next's wait on the runqueue began; 0: not known */
+#define HPS_WAIT_WAKEUP 1
+#define HPS_WAIT_PREEMPT 2
+
+/* TaskEventTable.kind */
+#define HPS_TASK_FORK 1
+#define HPS_TASK_EXIT 2
+#define HPS_TASK_EXEC 3
+#define HPS_TASK_RENAME 4
+
+/* IrqTable.kind and IrqTable.flags */
+#define HPS_IRQ_HARD 1
+#define HPS_IRQ_SOFT 2
+#define HPS_IRQ_INTERRUPTED 0x1 /* it ran while tid ran there */
+#define HPS_IRQ_WAITED 0x2 /* a thread of pid waited for that CPU meanwhile */
+
+/* ReclaimTable.kind; result counts pages reclaimed, but for a compaction, its status */
+#define HPS_RECLAIM_DIRECT 1
+#define HPS_RECLAIM_MEMCG 2
+#define HPS_RECLAIM_COMPACT 3
+
+/* LockTable.flags: the kernel's LCB_F_* bits, and hostprof's own for the mmap_lock */
+#define HPS_LOCK_SPIN 0x1
+#define HPS_LOCK_READ 0x2
+#define HPS_LOCK_WRITE 0x4
+#define HPS_LOCK_RT 0x8
+#define HPS_LOCK_PERCPU 0x10
+#define HPS_LOCK_MUTEX 0x20
+#define HPS_LOCK_MMAP 0x10000 /* the lock is the mmap_lock of the thread's own process */
+
+/* Snapshot.interference: the tables captured */
+#define HPS_INTERF_IRQ 0x1
+#define HPS_INTERF_RECLAIM 0x2
+#define HPS_INTERF_FAULTS 0x4
+#define HPS_INTERF_LOCKS 0x8
+#define HPS_INTERF_FAULT_TYPES 0x10 /* FaultTable.faults/write/exec/prot are filled */
+#define HPS_INTERF_ALL 0x1f
+
 /* "R", "R+", "S", "D", "I"...: a prev_state value as ps and the tracepoint print it; others as 0x.. in buf. */
 const char *hps_state_name(uint32_t state, char *buf, size_t len);
 
@@ -42,9 +94,6 @@ const char *hps_softirq_name(uint32_t vec);
 const char *hps_reclaim_kind_name(uint32_t kind);
 /* "mutex", "rwsem write", "spinlock"...: LockTable.flags as a kind of lock. */
 const char *hps_lock_kind_name(uint32_t flags);
-
-/* LockTable.flags: hostprof's bit for "the lock is its process's mmap_lock" */
-#define HPS_LOCK_MMAP 0x10000
 
 /* "lock wait: mmap_lock (rwsem read)" for row i of the lock table, or without the lock's
  * name when it has none. */

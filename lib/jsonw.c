@@ -184,6 +184,14 @@ void jsonw_bool_field(struct jsonw *j, const char *name, bool v)
 	jsonw_bool(j, v);
 }
 
+void jsonw_hex_field(struct jsonw *j, const char *name, uint64_t v)
+{
+	char buf[24];
+
+	snprintf(buf, sizeof(buf), "0x%" PRIx64, v);
+	jsonw_string_field(j, name, buf);
+}
+
 void jsonw_fixed(struct jsonw *j, int64_t v, unsigned int decimals)
 {
 	uint64_t mag = v < 0 ? -(uint64_t)v : (uint64_t)v, scale = 1, frac;

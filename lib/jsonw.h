@@ -34,6 +34,8 @@ void jsonw_uint_field(struct jsonw *j, const char *name, uint64_t v);
 void jsonw_int_field(struct jsonw *j, const char *name, int64_t v);
 void jsonw_float_field(struct jsonw *j, const char *name, double v);
 void jsonw_bool_field(struct jsonw *j, const char *name, bool v);
+/* "0x1f" as a string: addresses and flags, which JSON numbers would round past 2^53 */
+void jsonw_hex_field(struct jsonw *j, const char *name, uint64_t v);
 
 /*
  * A fixed-point number written exactly: v / 10^decimals (decimals <= 18), without a

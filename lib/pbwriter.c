@@ -134,21 +134,6 @@ int pbw_fixed64(struct pbw *w, uint32_t field, uint64_t v)
 	return 0;
 }
 
-int pbw_fixed32(struct pbw *w, uint32_t field, uint32_t v)
-{
-	uint8_t *p;
-	int r, i;
-
-	r = put_tag(w, field, PBW_WT_FIXED32, 4);
-	if (r < 0)
-		return r;
-	p = w->buf + w->len;
-	for (i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-	w->len += 4;
-	return 0;
-}
-
 int pbw_bytes(struct pbw *w, uint32_t field, const void *data, size_t len)
 {
 	int r;

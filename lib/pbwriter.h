@@ -66,7 +66,6 @@ int pbw_int(struct pbw *w, uint32_t field, int64_t v);
 /* sint32 and sint64 (zigzag). */
 int pbw_sint(struct pbw *w, uint32_t field, int64_t v);
 int pbw_fixed64(struct pbw *w, uint32_t field, uint64_t v);
-int pbw_fixed32(struct pbw *w, uint32_t field, uint32_t v);
 int pbw_bytes(struct pbw *w, uint32_t field, const void *data, size_t len);
 /* A NULL string is written as "". */
 int pbw_string(struct pbw *w, uint32_t field, const char *s);

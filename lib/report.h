@@ -1,16 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Diagnosis of a snapshot, and the views of it that the report shares with the stack
- * exporters (folded, svg, pprof): frame and thread names, and folded stacks.
- *
- * The full diagnosis is snapshot_report_text() / snapshot_report_json() (export.h). The
- * client's one-line summary of the preemptions of the threads matching a glob is
- * report_preemptions() + report_preemptions_line().
+ * Diagnosis of a snapshot. The full diagnosis is snapshot_report_text() /
+ * snapshot_report_json() (export.h); the client's one-line summary of the preemptions of
+ * the threads matching a glob is report_preemptions() + report_preemptions_line().
+ * lib/report_internal.h says which file does what.
  */
 #ifndef HOSTPROF_REPORT_H
 #define HOSTPROF_REPORT_H
 
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,60 +28,5 @@ struct preempt_summary {
 int report_preemptions(const Hostprof__Snapshot *snap, const char *thread_glob, struct preempt_summary *ret);
 /* One line: "acl_thread: 14 preemptions, 140.2 ms waited (max 10.1 ms), most by hog (pid 7, prio 49): 14, 140.2 ms" */
 void report_preemptions_line(const struct preempt_summary *s, const char *thread_glob, char *buf, size_t len);
-
-/*
- * The display name of every frame of a snapshot, by frame index: Frame.function when it
- * is resolved, else "FILE+0xOFFSET" (the basename of the mapping's file and the frame's
- * module_offset), else "[unknown 0xADDRESS]" when the frame has no mapping. name[i]
- * points into the snapshot or into memory owned here; valid until frame_names_free().
- */
-struct frame_names {
-	const char **name;
-	char **owned;
-	size_t n, n_owned;
-};
-
-int frame_names_init(const Hostprof__Snapshot *snap, struct frame_names *ret);
-void frame_names_free(struct frame_names *fn);
-
-/*
- * Thread names by tid, from Snapshot.threads (a thread of snap->pid wins when a tid
- * appears twice). thread_names_get() returns "" for a tid it does not know.
- */
-struct thread_name {
-	uint32_t tid;
-	const char *comm;
-};
-
-struct thread_names {
-	struct thread_name *v;
-	size_t n;
-};
-
-int thread_names_init(const Hostprof__Snapshot *snap, struct thread_names *ret);
-const char *thread_names_get(const struct thread_names *tn, uint32_t tid);
-void thread_names_free(struct thread_names *tn);
-
-/*
- * Folded stacks, as FlameGraph's stackcollapse scripts write them: the thread's name
- * ("[tid N]" when it has none) as the root frame, then the user frames outermost first,
- * then the kernel frames outermost first with the suffix "_[k]". Frame names have ';'
- * and control characters replaced by '_'. On-CPU, count is samples; off-CPU, the
- * microseconds blocked (the sum of dur_ns of identical stacks, divided by 1000; stacks
- * that come to 0 us are left out). Stacks are sorted bytewise and each appears once.
- */
-struct folded_stack {
-	char *frames; /* "root;outer;...;inner" */
-	uint64_t count;
-};
-
-struct folded {
-	struct folded_stack *stacks;
-	size_t n;
-	uint64_t total; /* sum of count */
-};
-
-int snapshot_fold(const Hostprof__Snapshot *snap, bool offcpu, struct folded *ret);
-void folded_free(struct folded *f);
 
 #endif

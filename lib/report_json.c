@@ -1,0 +1,727 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* The report as JSON (".report.json"): the same model as the text, with exact numbers. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "export.h"
+#include "hps.h"
+#include "jsonw.h"
+#include "macro.h"
+#include "report_internal.h"
+
+/* "count", "time_ns", "max_ns" */
+static void json_tally(struct jsonw *j, const struct tally *t)
+{
+	jsonw_uint_field(j, "count", t->count);
+	jsonw_uint_field(j, "time_ns", t->time_ns);
+	jsonw_uint_field(j, "max_ns", t->max_ns);
+}
+
+static void json_cpus_field(struct jsonw *j, const char *name, const uint32_t *cpus, size_t n)
+{
+	jsonw_name(j, name);
+	jsonw_begin_array(j);
+	for (size_t i = 0; i < n; i++)
+		jsonw_uint(j, cpus[i]);
+	jsonw_end_array(j);
+}
+
+static void json_task(struct jsonw *j, const Hostprof__Snapshot *s, const struct culprit *c)
+{
+	jsonw_string_field(j, "comm", hps_str(s, c->comm));
+	jsonw_uint_field(j, "tid", c->tid);
+	jsonw_uint_field(j, "pid", c->pid);
+	if (c->has_policy)
+		jsonw_string_field(j, "policy", report_policy_name(c->policy));
+	jsonw_int_field(j, "prio", c->prio);
+}
+
+static void json_stack(const struct model *m, uint32_t idx1, bool kernel, struct jsonw *j)
+{
+	const Hostprof__Stack *st;
+
+	if (!idx1)
+		return;
+	st = m->snap->stacks[idx1 - 1];
+	for (size_t k = 0; k < st->n_frames; k++) {
+		jsonw_begin_object(j);
+		jsonw_string_field(j, "function", m->fn.name[st->frames[k]]);
+		jsonw_bool_field(j, "kernel", kernel);
+		jsonw_end_object(j);
+	}
+}
+
+static const char *irq_kind_name(uint32_t kind)
+{
+	return kind == HPS_IRQ_SOFT ? "softirq" : kind == HPS_IRQ_HARD ? "hardirq" : "?";
+}
+
+/* An IrqTable row's or group's kind, number and name. */
+static void json_irq_id(struct jsonw *j, const Hostprof__Snapshot *s, uint32_t kind, uint32_t num,
+			uint32_t name)
+{
+	const char *nm = hps_str(s, name);
+
+	jsonw_string_field(j, "kind", irq_kind_name(kind));
+	jsonw_uint_field(j, "num", num);
+	jsonw_string_field(j, "name", !nm[0] && kind == HPS_IRQ_SOFT ? hps_softirq_name(num) : nm);
+}
+
+static void json_lock_id(struct jsonw *j, const Hostprof__Snapshot *s, uint64_t lock, uint32_t flags,
+			 uint32_t name)
+{
+	jsonw_hex_field(j, "address", lock); /* JSON numbers lose bits above 2^53 in most readers */
+	jsonw_string_field(j, "kind", hps_lock_kind_name(flags));
+	jsonw_uint_field(j, "flags", flags);
+	jsonw_string_field(j, "name",
+			   hps_str(s, name)[0] || !(flags & HPS_LOCK_MMAP) ? hps_str(s, name) : "mmap_lock");
+	jsonw_bool_field(j, "mmap_lock", flags & HPS_LOCK_MMAP);
+}
+
+static void json_errno_field(struct jsonw *j, int64_t ret)
+{
+	const char *e = errno_name(ret);
+
+	if (e)
+		jsonw_string_field(j, "errno", e);
+}
+
+static void json_verdict(const struct model *m, struct jsonw *j)
+{
+	static const char *const kinds[] = { "none",	"preempted", "runqueue", "blocked",
+					     "reclaim", "lock",	     "irq",	 "irq_total" };
+	const Hostprof__Snapshot *s = m->snap;
+	const struct stall *st = &m->worst;
+	char line[512], state[16], nbuf[32];
+	struct culprit c;
+
+	report_verdict_line(m, line, sizeof(line));
+	jsonw_name(j, "verdict");
+	jsonw_begin_object(j);
+	jsonw_string_field(j, "kind", kinds[st->kind]);
+	jsonw_string_field(j, "text", line);
+	if (st->kind == STALL_NONE) {
+		jsonw_end_object(j);
+		return;
+	}
+	jsonw_string_field(j, "thread", m->t[st->thread].comm);
+	jsonw_uint_field(j, "tid", m->t[st->thread].tid);
+	if (st->kind != STALL_IRQ_TOTAL) /* a total has no one time */
+		jsonw_int_field(j, "at_ns",
+				(int64_t)(st->ts - s->start_ns)); /* a wait can start before the window */
+	jsonw_uint_field(j, "dur_ns", st->dur);
+	jsonw_bool_field(j, "involuntary", st->involuntary);
+	switch (st->kind) {
+	case STALL_PREEMPTED:
+	case STALL_RUNQUEUE:
+		c = st->kind == STALL_PREEMPTED ? model_next_task(s->switches, st->row) :
+						  model_prev_task(s->switches, st->row);
+		jsonw_uint_field(j, "cpu", s->switches->cpu[st->row]);
+		if (st->kind == STALL_PREEMPTED)
+			jsonw_bool_field(j, "until_window_end", st->to_end);
+		jsonw_name(j, st->kind == STALL_PREEMPTED ? "preempted_by" : "cpu_ran");
+		jsonw_begin_object(j);
+		json_task(j, s, &c);
+		jsonw_end_object(j);
+		break;
+	case STALL_BLOCKED: {
+		const Hostprof__OffCpuTable *t = s->offcpu;
+		ssize_t sc = model_blocking_syscall(m, &m->t[st->thread], st->ts);
+
+		if (sc >= 0)
+			jsonw_string_field(j, "syscall",
+					   report_syscall_name(s, s->syscalls->nr[sc], nbuf, sizeof(nbuf)));
+		report_state_name(t->state[st->row], state, sizeof(state));
+		jsonw_string_field(j, "state", state);
+		jsonw_name(j, "woken_by");
+		if (t->waker_tid[st->row]) {
+			jsonw_begin_object(j);
+			jsonw_string_field(j, "comm", hps_str(s, t->waker_comm[st->row]));
+			jsonw_uint_field(j, "tid", t->waker_tid[st->row]);
+			jsonw_uint_field(j, "pid", t->waker_pid[st->row]);
+			jsonw_end_object(j);
+		} else {
+			jsonw_null(j);
+		}
+		break;
+	}
+	case STALL_RECLAIM: {
+		const Hostprof__ReclaimTable *t = s->reclaims;
+
+		jsonw_uint_field(j, "cpu", t->cpu[st->row]);
+		jsonw_name(j, "reclaim");
+		jsonw_begin_object(j);
+		jsonw_string_field(j, "kind", hps_reclaim_kind_name(t->kind[st->row]));
+		jsonw_int_field(j, "order", t->order[st->row]);
+		jsonw_uint_field(j, "gfp", t->gfp[st->row]);
+		jsonw_int_field(j, "result", t->result[st->row]);
+		jsonw_end_object(j);
+		break;
+	}
+	case STALL_LOCK: {
+		const Hostprof__LockTable *t = s->locks;
+
+		jsonw_uint_field(j, "cpu", t->cpu[st->row]);
+		jsonw_name(j, "lock");
+		jsonw_begin_object(j);
+		json_lock_id(j, s, t->lock[st->row], t->flags[st->row], t->name[st->row]);
+		jsonw_int_field(j, "ret", t->ret[st->row]);
+		json_errno_field(j, t->ret[st->row]);
+		jsonw_name(j, "frames");
+		jsonw_begin_array(j);
+		json_stack(m, t->kstack[st->row], true, j);
+		jsonw_end_array(j);
+		jsonw_end_object(j);
+		break;
+	}
+	case STALL_IRQ: {
+		const Hostprof__IrqTable *t = s->irqs;
+
+		jsonw_uint_field(j, "cpu", t->cpu[st->row]);
+		jsonw_name(j, "irq");
+		jsonw_begin_object(j);
+		json_irq_id(j, s, t->kind[st->row], t->num[st->row], t->name[st->row]);
+		jsonw_string_field(j, "thread_was", st->waited ? "waiting" : "running");
+		jsonw_end_object(j);
+		break;
+	}
+	case STALL_IRQ_TOTAL: {
+		const struct irq_group *g = &m->t[st->thread].irq_ran.g[st->row];
+
+		json_cpus_field(j, "cpus", g->cpus, g->n_cpus);
+		jsonw_float_field(j, "percent", pct(g->sum.time_ns, window_ns(s)));
+		jsonw_name(j, "irq");
+		jsonw_begin_object(j);
+		json_irq_id(j, s, g->kind, g->num, g->name);
+		jsonw_string_field(j, "thread_was", "running");
+		jsonw_uint_field(j, "count", g->sum.count);
+		jsonw_uint_field(j, "max_ns", g->sum.max_ns);
+		jsonw_end_object(j);
+		break;
+	}
+	case STALL_NONE:
+		break;
+	}
+	if (m->explained.kind != STALL_NONE) {
+		const struct stall *e = &m->explained;
+
+		jsonw_name(j, "within"); /* the scheduler's stall this explains */
+		jsonw_begin_object(j);
+		jsonw_string_field(j, "kind", kinds[e->kind]);
+		jsonw_int_field(j, "at_ns", (int64_t)(e->ts - s->start_ns));
+		jsonw_uint_field(j, "dur_ns", e->dur);
+		if (e->kind == STALL_BLOCKED) {
+			report_state_name(s->offcpu->state[e->row], state, sizeof(state));
+			jsonw_string_field(j, "state", state);
+		}
+		jsonw_end_object(j);
+	}
+	jsonw_end_object(j);
+}
+
+/* Which interference tables were captured, and with what thresholds; nothing without any. */
+static void json_interference_header(const struct model *m, struct jsonw *j)
+{
+	const Hostprof__Snapshot *s = m->snap;
+
+	if (!m->interference)
+		return;
+	jsonw_name(j, "interference");
+	jsonw_begin_object(j);
+	for (int captured = 1; captured >= 0; captured--) {
+		jsonw_name(j, captured ? "captured" : "not_captured");
+		jsonw_begin_array(j);
+		for (size_t b = 0; model_interference_name(b); b++)
+			if (captured ? !!(m->interference & (1u << b)) : model_interference_missing(m, b))
+				jsonw_string(j, model_interference_name(b));
+		jsonw_end_array(j);
+	}
+	jsonw_uint_field(j, "irq_min_ns", s->irq_min_ns);
+	jsonw_uint_field(j, "lock_min_ns", s->lock_min_ns);
+	jsonw_name(j, "unmatched_irqs"); /* ran where a thread waited; the switches name none */
+	jsonw_begin_object(j);
+	jsonw_uint_field(j, "count", m->unmatched_count);
+	jsonw_uint_field(j, "time_ns", m->unmatched_ns);
+	jsonw_end_object(j);
+	jsonw_end_object(j);
+}
+
+static void json_header(const struct model *m, struct jsonw *j)
+{
+	const Hostprof__Snapshot *s = m->snap;
+
+	jsonw_name(j, "process");
+	jsonw_begin_object(j);
+	jsonw_uint_field(j, "pid", s->pid);
+	for (size_t i = 0; i < s->n_processes; i++) {
+		const Hostprof__Process *p = s->processes[i];
+
+		if (p->pid != s->pid)
+			continue;
+		jsonw_string_field(j, "comm", p->comm);
+		jsonw_name(j, "cmdline");
+		jsonw_begin_array(j);
+		for (size_t k = 0; k < p->n_cmdline; k++)
+			jsonw_string(j, p->cmdline[k]);
+		jsonw_end_array(j);
+		break;
+	}
+	jsonw_end_object(j);
+	if (s->host) {
+		jsonw_name(j, "host");
+		jsonw_begin_object(j);
+		jsonw_string_field(j, "hostname", s->host->hostname);
+		jsonw_string_field(j, "sysname", s->host->sysname);
+		jsonw_string_field(j, "kernel_release", s->host->kernel_release);
+		jsonw_string_field(j, "machine", s->host->machine);
+		jsonw_uint_field(j, "ncpus", s->host->ncpus);
+		jsonw_end_object(j);
+	}
+	jsonw_name(j, "window");
+	jsonw_begin_object(j);
+	jsonw_uint_field(j, "start_ns", s->start_ns);
+	jsonw_uint_field(j, "end_ns", s->end_ns);
+	jsonw_uint_field(j, "dur_ns", s->end_ns > s->start_ns ? s->end_ns - s->start_ns : 0);
+	jsonw_string_field(j, "reason", s->reason);
+	jsonw_uint_field(j, "syscall_min_ns", s->syscall_min_ns);
+	jsonw_uint_field(j, "offcpu_min_ns", s->offcpu_min_ns);
+	jsonw_uint_field(j, "sample_hz", s->sample_hz);
+	jsonw_end_object(j);
+	json_interference_header(m, j);
+	jsonw_name(j, "markers");
+	jsonw_begin_array(j);
+	for (size_t i = 0; i < s->n_markers; i++) {
+		const Hostprof__Marker *mk = s->markers[i];
+
+		jsonw_begin_object(j);
+		jsonw_int_field(j, "at_ns", (int64_t)(mk->ts - s->start_ns));
+		jsonw_uint_field(j, "tid", mk->tid);
+		jsonw_string_field(j, "name", mk->name);
+		jsonw_string_field(j, "detail", mk->detail);
+		jsonw_end_object(j);
+	}
+	jsonw_end_array(j);
+}
+
+static void json_preemptions(const struct model *m, const struct wthread *w, struct jsonw *j)
+{
+	jsonw_name(j, "preemptions");
+	jsonw_begin_object(j);
+	json_tally(j, &w->preempt);
+	jsonw_uint_field(j, "tasks", w->n_culprits);
+	jsonw_name(j, "by");
+	jsonw_begin_array(j);
+	for (size_t c = 0; c < w->n_culprits && c < TOP_CULPRITS; c++) {
+		const struct culprit *cu = &w->culprits[c];
+
+		jsonw_begin_object(j);
+		json_task(j, m->snap, cu);
+		json_tally(j, &cu->sum);
+		jsonw_end_object(j);
+	}
+	jsonw_end_array(j);
+	jsonw_end_object(j);
+
+	jsonw_name(j, "runqueue_latency");
+	jsonw_begin_object(j);
+	jsonw_uint_field(j, "switch_ins", w->n_rq);
+	jsonw_uint_field(j, "after_wakeup", w->rq_wakeup);
+	jsonw_uint_field(j, "after_preemption", w->rq_preempt);
+	if (w->n_rq) {
+		jsonw_uint_field(j, "p50_ns", percentile(w->rq, w->n_rq, 50));
+		jsonw_uint_field(j, "p99_ns", percentile(w->rq, w->n_rq, 99));
+		jsonw_uint_field(j, "max_ns", w->rq[w->n_rq - 1]);
+	}
+	jsonw_end_object(j);
+}
+
+static void json_cpus(const struct model *m, const struct wthread *w, struct jsonw *j)
+{
+	const Hostprof__MigrationTable *mg = m->snap->migrations;
+
+	jsonw_name(j, "cpus");
+	jsonw_begin_object(j);
+	json_cpus_field(j, "ran_on", w->cpus, w->n_cpus);
+	jsonw_bool_field(j, "single_cpu", w->n_cpus == 1);
+	jsonw_uint_field(j, "migration_count", w->n_migrations);
+	jsonw_name(j, "migrations");
+	jsonw_begin_array(j);
+	for (size_t k = 0; k < w->n_migrations && k < TOP_MIGRATIONS; k++) {
+		size_t i = w->migrations[k];
+
+		jsonw_begin_object(j);
+		jsonw_uint_field(j, "at_ns", m->mg_ts[i] - m->snap->start_ns);
+		jsonw_uint_field(j, "from", mg->from_cpu[i]);
+		jsonw_uint_field(j, "to", mg->to_cpu[i]);
+		jsonw_end_object(j);
+	}
+	jsonw_end_array(j);
+	jsonw_end_object(j);
+}
+
+static void json_syscalls(const struct model *m, const struct wthread *w, struct jsonw *j)
+{
+	const Hostprof__Snapshot *s = m->snap;
+	const Hostprof__SyscallTable *sc = s->syscalls;
+	char nbuf[32];
+
+	jsonw_name(j, "syscalls");
+	jsonw_begin_object(j);
+	jsonw_uint_field(j, "slow_count", w->n_syscalls);
+	jsonw_name(j, "slowest");
+	jsonw_begin_array(j);
+	for (size_t k = 0; k < w->n_syscalls && k < TOP_SYSCALLS; k++) {
+		size_t i = w->syscalls[k];
+
+		jsonw_begin_object(j);
+		jsonw_string_field(j, "name", report_syscall_name(s, sc->nr[i], nbuf, sizeof(nbuf)));
+		jsonw_uint_field(j, "nr", sc->nr[i]);
+		jsonw_uint_field(j, "at_ns", m->sc_ts[i] - s->start_ns);
+		jsonw_uint_field(j, "dur_ns", sc->dur_ns[i]);
+		jsonw_name(j, "args");
+		jsonw_begin_array(j);
+		jsonw_uint(j, sc->arg0[i]);
+		jsonw_uint(j, sc->arg1[i]);
+		jsonw_uint(j, sc->arg2[i]);
+		jsonw_end_array(j);
+		jsonw_int_field(j, "ret", sc->ret[i]);
+		json_errno_field(j, sc->ret[i]);
+		jsonw_uint_field(j, "cpu", sc->cpu[i]);
+		jsonw_end_object(j);
+	}
+	jsonw_end_array(j);
+	jsonw_name(j, "totals");
+	jsonw_begin_array(j);
+	for (size_t k = 0; k < w->n_hists && k < TOP_HISTOGRAMS; k++) {
+		const Hostprof__SyscallHistogram *h = s->syscall_hist[w->hists[k]];
+
+		jsonw_begin_object(j);
+		jsonw_string_field(j, "name", report_syscall_name(s, h->nr, nbuf, sizeof(nbuf)));
+		jsonw_uint_field(j, "nr", h->nr);
+		jsonw_uint_field(j, "count", h->count);
+		jsonw_uint_field(j, "total_ns", h->total_ns);
+		jsonw_uint_field(j, "max_ns", h->max_ns);
+		jsonw_end_object(j);
+	}
+	jsonw_end_array(j);
+	jsonw_end_object(j);
+}
+
+/* Whether stack idx1 is suspect (or, with !suspect, truncated). */
+static bool stack_flag(const struct model *m, uint32_t idx1, bool suspect)
+{
+	const Hostprof__Stack *st = idx1 ? m->snap->stacks[idx1 - 1] : NULL;
+
+	return st && (suspect ? st->suspect : st->truncated);
+}
+
+static void json_offcpu(const struct model *m, const struct wthread *w, struct jsonw *j)
+{
+	const Hostprof__Snapshot *s = m->snap;
+
+	jsonw_name(j, "offcpu");
+	jsonw_begin_object(j);
+	jsonw_uint_field(j, "count", w->off_sum.count);
+	jsonw_uint_field(j, "time_ns", w->off_sum.time_ns);
+	jsonw_name(j, "stacks");
+	jsonw_begin_array(j);
+	for (size_t g = 0; g < w->n_off && g < TOP_STACKS; g++) {
+		const struct offcpu_group *og = &w->off[g];
+		char state[16];
+
+		report_state_name(og->states, state, sizeof(state));
+		jsonw_begin_object(j);
+		json_tally(j, &og->sum);
+		jsonw_string_field(j, "state", state);
+		jsonw_name(j, "wakers");
+		jsonw_begin_array(j);
+		for (size_t k = 0; k < og->n_wakers && k < TOP_WAKERS; k++) {
+			const struct waker *wk = &og->wakers[k];
+
+			jsonw_begin_object(j);
+			jsonw_string_field(j, "comm", hps_str(s, wk->comm));
+			jsonw_uint_field(j, "tid", wk->tid);
+			jsonw_uint_field(j, "pid", wk->pid);
+			jsonw_uint_field(j, "count", wk->sum.count);
+			jsonw_uint_field(j, "time_ns", wk->sum.time_ns);
+			jsonw_end_object(j);
+		}
+		jsonw_end_array(j);
+		jsonw_bool_field(j, "suspect",
+				 stack_flag(m, og->kstack, true) || stack_flag(m, og->ustack, true));
+		jsonw_bool_field(j, "truncated",
+				 stack_flag(m, og->kstack, false) || stack_flag(m, og->ustack, false));
+		jsonw_name(j, "frames"); /* innermost first: kernel, then user */
+		jsonw_begin_array(j);
+		json_stack(m, og->kstack, true, j);
+		json_stack(m, og->ustack, false, j);
+		jsonw_end_array(j);
+		jsonw_end_object(j);
+	}
+	jsonw_end_array(j);
+	jsonw_end_object(j);
+}
+
+static void json_oncpu(const struct model *m, const struct wthread *w, struct jsonw *j)
+{
+	jsonw_name(j, "oncpu");
+	jsonw_begin_object(j);
+	jsonw_uint_field(j, "samples", w->samples);
+	jsonw_float_field(j, "percent", pct(w->samples, m->samples));
+	jsonw_name(j, "top_functions");
+	jsonw_begin_array(j);
+	for (size_t k = 0; k < w->n_leaves && k < TOP_FUNCTIONS; k++) {
+		const struct leaf_count *l = &w->leaves[k];
+
+		jsonw_begin_object(j);
+		jsonw_string_field(j, "function", l->name);
+		jsonw_bool_field(j, "kernel", l->kernel);
+		jsonw_uint_field(j, "samples", l->samples);
+		jsonw_float_field(j, "percent", pct(l->samples, m->samples));
+		jsonw_end_object(j);
+	}
+	jsonw_end_array(j);
+	jsonw_end_object(j);
+}
+
+static void json_irq_side(const struct model *m, const struct irq_side *side, const char *name,
+			  struct jsonw *j)
+{
+	const Hostprof__Snapshot *s = m->snap;
+
+	jsonw_name(j, name);
+	jsonw_begin_object(j);
+	jsonw_uint_field(j, "count", side->count);
+	jsonw_uint_field(j, "time_ns", side->time_ns);
+	jsonw_float_field(j, "percent", pct(side->time_ns, window_ns(s)));
+	jsonw_uint_field(j, "groups", side->n);
+	jsonw_name(j, "by");
+	jsonw_begin_array(j);
+	for (size_t k = 0; k < side->n && k < TOP_IRQS; k++) {
+		const struct irq_group *g = &side->g[k];
+
+		jsonw_begin_object(j);
+		json_irq_id(j, s, g->kind, g->num, g->name);
+		json_tally(j, &g->sum);
+		jsonw_float_field(j, "percent", pct(g->sum.time_ns, window_ns(s)));
+		json_cpus_field(j, "cpus", g->cpus, g->n_cpus);
+		jsonw_name(j, "longest");
+		jsonw_begin_object(j);
+		jsonw_uint_field(j, "at_ns", m->irq_ts[g->sum.max_row] - s->start_ns);
+		jsonw_uint_field(j, "dur_ns", s->irqs->dur_ns[g->sum.max_row]);
+		jsonw_uint_field(j, "cpu", s->irqs->cpu[g->sum.max_row]);
+		jsonw_end_object(j);
+		jsonw_end_object(j);
+	}
+	jsonw_end_array(j);
+	jsonw_end_object(j);
+}
+
+static void json_reclaim(const struct model *m, const struct wthread *w, struct jsonw *j)
+{
+	const Hostprof__Snapshot *s = m->snap;
+	const Hostprof__ReclaimTable *t = s->reclaims;
+
+	jsonw_name(j, "reclaim");
+	jsonw_begin_object(j);
+	json_tally(j, &w->rcl_sum);
+	jsonw_name(j, "by");
+	jsonw_begin_array(j);
+	for (size_t k = 0; k < w->n_rcl && k < TOP_RECLAIMS; k++) {
+		const struct reclaim_group *g = &w->rcl[k];
+		size_t i = g->sum.max_row;
+
+		jsonw_begin_object(j);
+		jsonw_string_field(j, "kind", hps_reclaim_kind_name(g->kind));
+		jsonw_int_field(j, "order", g->order);
+		json_tally(j, &g->sum);
+		if (g->kind != HPS_RECLAIM_COMPACT)
+			jsonw_int_field(j, "pages_reclaimed", g->pages);
+		jsonw_name(j, "longest");
+		jsonw_begin_object(j);
+		jsonw_uint_field(j, "at_ns", m->rcl_ts[i] - s->start_ns);
+		jsonw_uint_field(j, "dur_ns", t->dur_ns[i]);
+		jsonw_uint_field(j, "gfp", t->gfp[i]);
+		jsonw_int_field(j, "result", t->result[i]);
+		jsonw_uint_field(j, "cpu", t->cpu[i]);
+		jsonw_end_object(j);
+		jsonw_end_object(j);
+	}
+	jsonw_end_array(j);
+	jsonw_end_object(j);
+}
+
+static void json_faults(const struct model *m, const struct wthread *w, struct jsonw *j)
+{
+	const Hostprof__Snapshot *s = m->snap;
+	const struct fault_sum *fs = &w->flt;
+
+	jsonw_name(j, "faults");
+	jsonw_begin_object(j);
+	jsonw_uint_field(j, "minor", fs->minor);
+	jsonw_uint_field(j, "major", fs->major);
+	jsonw_float_field(j, "per_second", model_fault_rate(m, fs));
+	jsonw_uint_field(j, "periods", fs->periods);
+	jsonw_uint_field(j, "over_ns", fs->over_ns);
+	jsonw_uint_field(j, "faults", fs->faults); /* the tracepoint's: 0 where there is none */
+	jsonw_uint_field(j, "write", fs->write);
+	jsonw_uint_field(j, "exec", fs->exec);
+	jsonw_uint_field(j, "prot", fs->prot);
+	jsonw_name(j, "peak_major");
+	if (fs->peak_major) {
+		jsonw_begin_object(j);
+		jsonw_uint_field(j, "at_ns", m->flt_ts[fs->peak_row] - s->start_ns);
+		jsonw_uint_field(j, "dur_ns", s->faults->dur_ns[fs->peak_row]);
+		jsonw_uint_field(j, "major", fs->peak_major);
+		jsonw_end_object(j);
+	} else {
+		jsonw_null(j);
+	}
+	jsonw_end_object(j);
+}
+
+static void json_locks(const struct model *m, const struct wthread *w, struct jsonw *j)
+{
+	const Hostprof__Snapshot *s = m->snap;
+	const Hostprof__LockTable *t = s->locks;
+
+	jsonw_name(j, "locks");
+	jsonw_begin_object(j);
+	json_tally(j, &w->lck_sum);
+	jsonw_uint_field(j, "locks", w->n_lck);
+	jsonw_name(j, "by");
+	jsonw_begin_array(j);
+	for (size_t k = 0; k < w->n_lck && k < TOP_LOCKS; k++) {
+		const struct lock_group *g = &w->lck[k];
+		size_t i = g->sum.max_row;
+
+		jsonw_begin_object(j);
+		json_lock_id(j, s, g->lock, g->flags, g->name);
+		json_tally(j, &g->sum);
+		jsonw_uint_field(j, "gave_up", g->failed);
+		jsonw_name(j, "longest");
+		jsonw_begin_object(j);
+		jsonw_uint_field(j, "at_ns", m->lck_ts[i] - s->start_ns);
+		jsonw_uint_field(j, "dur_ns", t->dur_ns[i]);
+		jsonw_int_field(j, "ret", t->ret[i]);
+		json_errno_field(j, t->ret[i]);
+		jsonw_uint_field(j, "cpu", t->cpu[i]);
+		jsonw_bool_field(j, "truncated", stack_flag(m, t->kstack[i], false));
+		jsonw_name(j, "frames"); /* kernel, innermost first */
+		jsonw_begin_array(j);
+		json_stack(m, t->kstack[i], true, j);
+		jsonw_end_array(j);
+		jsonw_end_object(j);
+		jsonw_end_object(j);
+	}
+	jsonw_end_array(j);
+	jsonw_end_object(j);
+}
+
+static void json_interference(const struct model *m, const struct wthread *w, struct jsonw *j)
+{
+	if (!m->interference)
+		return;
+	jsonw_name(j, "interference");
+	jsonw_begin_object(j);
+	if (m->interference & HPS_INTERF_IRQ) {
+		jsonw_name(j, "irqs");
+		jsonw_begin_object(j);
+		json_irq_side(m, &w->irq_ran, "while_running", j);
+		json_irq_side(m, &w->irq_waited, "while_waiting", j);
+		jsonw_end_object(j);
+	}
+	if (m->interference & HPS_INTERF_RECLAIM)
+		json_reclaim(m, w, j);
+	if (m->interference & HPS_INTERF_FAULTS)
+		json_faults(m, w, j);
+	if (m->interference & HPS_INTERF_LOCKS)
+		json_locks(m, w, j);
+	jsonw_end_object(j);
+}
+
+static void json_capture(const struct model *m, struct jsonw *j)
+{
+	const Hostprof__CaptureStats *st = m->snap->stats;
+	const Hostprof__SymbolStats *sy = m->snap->symbol_stats;
+
+	jsonw_name(j, "capture");
+	jsonw_begin_object(j);
+	jsonw_uint_field(j, "events", st ? st->events : 0);
+	jsonw_uint_field(j, "events_total", st ? st->events_total : 0);
+	jsonw_uint_field(j, "drops_total", capture_drops(st));
+	jsonw_name(j, "drops");
+	jsonw_begin_array(j);
+	for (size_t i = 0; st && i < st->n_drops; i++) {
+		jsonw_begin_object(j);
+		jsonw_string_field(j, "cause", st->drops[i]->cause);
+		jsonw_uint_field(j, "count", st->drops[i]->count);
+		jsonw_end_object(j);
+	}
+	jsonw_end_array(j);
+	jsonw_uint_field(j, "evicted", st ? st->evicted : 0);
+	jsonw_uint_field(j, "stack_frames_max", st ? st->stack_frames_max : 0);
+	jsonw_name(j, "symbols");
+	jsonw_begin_object(j);
+	jsonw_uint_field(j, "resolved", sy ? sy->resolved : 0);
+	jsonw_uint_field(j, "unresolved", sy ? sy->unresolved : 0);
+	jsonw_uint_field(j, "suspect_stacks", sy ? sy->suspect_stacks : 0);
+	jsonw_end_object(j);
+	jsonw_end_object(j);
+}
+
+int snapshot_report_json(const Hostprof__Snapshot *snap, FILE *out)
+{
+	struct jsonw *j;
+	struct model m;
+	int r;
+
+	r = model_build(snap, &m);
+	if (r < 0)
+		return r;
+	j = jsonw_new(out);
+	if (!j) {
+		model_free(&m);
+		return -ENOMEM;
+	}
+	jsonw_begin_object(j);
+	json_verdict(&m, j);
+	json_header(&m, j);
+	jsonw_name(j, "threads");
+	jsonw_begin_array(j);
+	for (size_t i = 0; i < m.n; i++) {
+		const struct wthread *w = &m.t[i];
+
+		if (!w->active)
+			continue;
+		jsonw_begin_object(j);
+		jsonw_uint_field(j, "tid", w->tid);
+		jsonw_string_field(j, "comm", w->comm);
+		json_preemptions(&m, w, j);
+		json_cpus(&m, w, j);
+		json_syscalls(&m, w, j);
+		json_offcpu(&m, w, j);
+		json_oncpu(&m, w, j);
+		json_interference(&m, w, j);
+		jsonw_end_object(j);
+	}
+	jsonw_end_array(j);
+	jsonw_name(j, "idle_threads"); /* watched, and no event in the window */
+	jsonw_begin_array(j);
+	for (size_t i = 0; i < m.n; i++) {
+		if (m.t[i].active)
+			continue;
+		jsonw_begin_object(j);
+		jsonw_uint_field(j, "tid", m.t[i].tid);
+		jsonw_string_field(j, "comm", m.t[i].comm);
+		jsonw_end_object(j);
+	}
+	jsonw_end_array(j);
+	json_capture(&m, j);
+	jsonw_end_object(j);
+	fputc('\n', out);
+	jsonw_free(j);
+	model_free(&m);
+	return report_flush(out);
+}

@@ -1,0 +1,754 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The report's model of a snapshot (report_internal.h). model_build() walks every table
+ * once and finds, for each watched thread (a thread of Snapshot.pid seen in
+ * Snapshot.threads or in any table), what the report says about it, and the worst stall
+ * of the window. The text and JSON writers print that model and nothing else, so the two
+ * always agree.
+ *
+ * What the model holds, per watched thread:
+ *  - preemptions: switch-outs in state R or R+; the task switched in is the culprit, the
+ *    time taken runs from the switch-out until the thread is switched in again (or until
+ *    the end of the window, when it never is). Culprits are ranked by time taken.
+ *  - runqueue latency: next_wait_ns of its switch-ins, after wakeups and after
+ *    preemptions alike (rows whose next_wait_kind is 0 say nothing and are skipped);
+ *    percentiles are nearest-rank.
+ *  - the CPUs it ran on (switches, samples, syscall returns, off-CPU wake-ups) and its
+ *    migrations.
+ *  - its slow syscalls, slowest first; its syscall histograms, by total time.
+ *  - its off-CPU intervals grouped by (user stack, kernel stack), by total time, each
+ *    with its wakers.
+ *  - its on-CPU samples by leaf function: the innermost user frame, else the innermost
+ *    kernel frame.
+ *  - the interference it met: see report_interference.c.
+ *
+ * The worst stall: every interval in which a watched thread could not run is a
+ * candidate. A thread that wanted the CPU and did not get it (preempted, or woken and
+ * left waiting on a runqueue) or that was blocked uninterruptibly (D) was stalled by
+ * something else; one sleeping interruptibly (S) is most often waiting for work. So the
+ * longest involuntary interval is the worst stall, and the longest blocked interval only
+ * when there is no involuntary one. Ties go to the earlier interval. Interference can
+ * name another cause (report_interference.c).
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hps.h"
+#include "macro.h"
+#include "report_internal.h"
+#include "snapview.h"
+
+void model_free(struct model *m)
+{
+	for (size_t i = 0; i < m->n; i++) {
+		struct wthread *w = &m->t[i];
+
+		free(w->culprits);
+		free(w->rq);
+		free(w->cpus);
+		free(w->migrations);
+		free(w->syscalls);
+		free(w->hists);
+		for (size_t g = 0; g < w->n_off; g++)
+			free(w->off[g].wakers);
+		free(w->off);
+		free(w->leaves);
+		for (size_t g = 0; g < w->irq_ran.n; g++)
+			free(w->irq_ran.g[g].cpus);
+		free(w->irq_ran.g);
+		for (size_t g = 0; g < w->irq_waited.n; g++)
+			free(w->irq_waited.g[g].cpus);
+		free(w->irq_waited.g);
+		free(w->rcl);
+		free(w->lck);
+	}
+	free(m->t);
+	free(m->sw_ts);
+	free(m->mg_ts);
+	free(m->sc_ts);
+	free(m->off_ts);
+	free(m->irq_ts);
+	free(m->waits);
+	free(m->rcl_ts);
+	free(m->flt_ts);
+	free(m->lck_ts);
+	frame_names_free(&m->fn);
+	*m = (struct model){};
+}
+
+struct wthread *model_thread(const struct model *m, uint32_t pid, uint32_t tid)
+{
+	size_t lo = 0, hi = m->n;
+
+	if (pid != m->snap->pid)
+		return NULL;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m->t[mid].tid == tid)
+			return &m->t[mid];
+		if (m->t[mid].tid < tid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* Collects the tids of snap->pid from every table, then names them as the view does. */
+static int model_threads(struct model *m)
+{
+	const Hostprof__Snapshot *s = m->snap;
+	const Hostprof__SchedSwitchTable *sw = s->switches;
+	_cleanup_free_ uint32_t *tids = NULL;
+	struct snapview v;
+	size_t n = 0, cap = 0;
+	int r;
+
+#define ADD_TID(p, t)                                                       \
+	do {                                                                \
+		if ((p) == s->pid) {                                        \
+			if (reserve_one(&tids, n, &cap, sizeof(*tids)) < 0) \
+				return -ENOMEM;                             \
+			tids[n++] = (t);                                    \
+		}                                                           \
+	} while (0)
+
+	for (size_t i = 0; i < s->n_threads; i++)
+		ADD_TID(s->threads[i]->pid, s->threads[i]->tid);
+	for (size_t i = 0; sw && i < sw->n_ts_delta; i++) {
+		ADD_TID(sw->prev_pid[i], sw->prev_tid[i]);
+		ADD_TID(sw->next_pid[i], sw->next_tid[i]);
+	}
+	for (size_t i = 0; s->samples && i < s->samples->n_ts_delta; i++)
+		ADD_TID(s->samples->pid[i], s->samples->tid[i]);
+	for (size_t i = 0; s->offcpu && i < s->offcpu->n_ts_delta; i++)
+		ADD_TID(s->offcpu->pid[i], s->offcpu->tid[i]);
+	for (size_t i = 0; s->syscalls && i < s->syscalls->n_ts_delta; i++)
+		ADD_TID(s->syscalls->pid[i], s->syscalls->tid[i]);
+	for (size_t i = 0; s->migrations && i < s->migrations->n_ts_delta; i++)
+		ADD_TID(s->migrations->pid[i], s->migrations->tid[i]);
+	for (size_t i = 0; i < s->n_syscall_hist; i++)
+		ADD_TID(s->syscall_hist[i]->pid, s->syscall_hist[i]->tid);
+	for (size_t i = 0; (m->interference & HPS_INTERF_IRQ) && s->irqs && i < s->irqs->n_ts_delta; i++)
+		if (s->irqs->flags[i] & HPS_IRQ_INTERRUPTED)
+			ADD_TID(s->irqs->pid[i], s->irqs->tid[i]);
+	for (size_t i = 0;
+	     (m->interference & HPS_INTERF_RECLAIM) && s->reclaims && i < s->reclaims->n_ts_delta; i++)
+		ADD_TID(s->reclaims->pid[i], s->reclaims->tid[i]);
+	for (size_t i = 0; (m->interference & HPS_INTERF_FAULTS) && s->faults && i < s->faults->n_ts_delta;
+	     i++)
+		ADD_TID(s->faults->pid[i], s->faults->tid[i]);
+	for (size_t i = 0; (m->interference & HPS_INTERF_LOCKS) && s->locks && i < s->locks->n_ts_delta; i++)
+		ADD_TID(s->locks->pid[i], s->locks->tid[i]);
+#undef ADD_TID
+
+	qsort_safe(tids, n, sizeof(*tids), cmp_u32);
+	m->t = calloc(MAX(n, (size_t)1), sizeof(*m->t));
+	if (!m->t)
+		return -ENOMEM;
+	r = snapview_init(s, &v);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++)
+		if (!m->n || m->t[m->n - 1].tid != tids[i]) {
+			m->t[m->n].tid = tids[i];
+			m->t[m->n].comm = snapview_comm(&v, tids[i]);
+			m->n++;
+		}
+	snapview_free(&v);
+	return 0;
+}
+
+/* Adds cpu to a sorted set of n of *cap. */
+int model_cpus_add(uint32_t **cpus, size_t *n, size_t *cap, uint32_t cpu)
+{
+	size_t i;
+	int r;
+
+	for (i = 0; i < *n && (*cpus)[i] < cpu; i++)
+		;
+	if (i < *n && (*cpus)[i] == cpu)
+		return 0;
+	r = reserve_one(cpus, *n, cap, sizeof(**cpus));
+	if (r < 0)
+		return r;
+	memmove(*cpus + i + 1, *cpus + i, (*n - i) * sizeof(**cpus));
+	(*cpus)[i] = cpu;
+	(*n)++;
+	return 0;
+}
+
+int model_add_cpu(struct wthread *w, uint32_t cpu)
+{
+	return model_cpus_add(&w->cpus, &w->n_cpus, &w->cap_cpus, cpu);
+}
+
+/* Keeps the worst stall: involuntary before voluntary, then longer, then earlier. */
+static void consider_stall(struct model *m, const struct stall *c)
+{
+	const struct stall *w = &m->worst;
+
+	if (!c->dur)
+		return;
+	if (w->kind != STALL_NONE) {
+		if (w->involuntary != c->involuntary) {
+			if (w->involuntary)
+				return;
+		} else if (w->dur != c->dur) {
+			if (w->dur > c->dur)
+				return;
+		} else if (w->ts <= c->ts) {
+			return;
+		}
+	}
+	m->worst = *c;
+}
+
+static int add_wait(struct model *m, const struct wthread *w, uint64_t begin, uint64_t end, uint32_t cpu_out,
+		    uint32_t cpu_in)
+{
+	int r;
+
+	if (end <= begin)
+		return 0;
+	r = reserve_one(&m->waits, m->n_waits, &m->cap_waits, sizeof(*m->waits));
+	if (r < 0)
+		return r;
+	m->waits[m->n_waits++] = (struct rq_wait){ .begin = begin,
+						   .end = end,
+						   .cpu_out = cpu_out,
+						   .cpu_in = cpu_in,
+						   .thread = model_thread_index(m, w) };
+	return 0;
+}
+
+/* The thread preempted at w->preempted_at runs again at ts on cpu_in. */
+static int preemption_end(struct model *m, struct wthread *w, uint64_t ts, uint32_t cpu_in, bool to_end)
+{
+	struct culprit *c = &w->culprits[w->preempted_by];
+	uint64_t wait = ts > w->preempted_at ? ts - w->preempted_at : 0;
+	struct stall st = { .kind = STALL_PREEMPTED,
+			    .involuntary = true,
+			    .to_end = to_end,
+			    .thread = model_thread_index(m, w),
+			    .row = w->preempted_row,
+			    .ts = w->preempted_at,
+			    .dur = wait };
+
+	w->preempted = false;
+	w->preempt.time_ns += wait;
+	w->preempt.max_ns = MAX(w->preempt.max_ns, wait);
+	c->sum.time_ns += wait;
+	c->sum.max_ns = MAX(c->sum.max_ns, wait);
+	consider_stall(m, &st);
+	return add_wait(m, w, w->preempted_at, ts, m->snap->switches->cpu[w->preempted_row], cpu_in);
+}
+
+static int preemption_begin(struct wthread *w, const Hostprof__SchedSwitchTable *sw, size_t i, uint64_t ts)
+{
+	size_t c;
+	int r;
+
+	for (c = 0; c < w->n_culprits; c++)
+		if (w->culprits[c].tid == sw->next_tid[i] && w->culprits[c].pid == sw->next_pid[i])
+			break;
+	if (c == w->n_culprits) {
+		r = reserve_one(&w->culprits, w->n_culprits, &w->cap_culprits, sizeof(*w->culprits));
+		if (r < 0)
+			return r;
+		w->culprits[w->n_culprits++] = model_next_task(sw, i);
+	}
+	w->culprits[c].sum.count++;
+	w->preempt.count++;
+	w->preempted = true;
+	w->preempted_at = ts;
+	w->preempted_by = c;
+	w->preempted_row = i;
+	return 0;
+}
+
+int model_cmp_culprit(const void *a, const void *b)
+{
+	const struct culprit *x = a, *y = b;
+	int c;
+
+	c = tally_cmp(&x->sum, &y->sum);
+	if (c)
+		return c;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+static int cmp_rq_wait(const void *a, const void *b)
+{
+	const struct rq_wait *x = a, *y = b;
+
+	if (x->begin != y->begin)
+		return x->begin < y->begin ? -1 : 1;
+	if (x->thread != y->thread)
+		return x->thread < y->thread ? -1 : 1;
+	return x->end < y->end ? -1 : x->end > y->end;
+}
+
+static int analyze_switches(struct model *m)
+{
+	const Hostprof__Snapshot *s = m->snap;
+	const Hostprof__SchedSwitchTable *sw = s->switches;
+	size_t n = sw ? sw->n_ts_delta : 0;
+	int r;
+
+	r = hps_switch_times(s, &m->sw_ts);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t ts = m->sw_ts[i];
+		struct wthread *w;
+
+		w = model_thread(m, sw->next_pid[i], sw->next_tid[i]);
+		if (w) {
+			uint32_t kind = sw->n_next_wait_kind ? sw->next_wait_kind[i] : 0;
+			bool was_preempted = w->preempted;
+
+			w->active = true;
+			r = model_add_cpu(w, sw->cpu[i]);
+			if (r < 0)
+				return r;
+			if (w->preempted) {
+				r = preemption_end(m, w, ts, sw->cpu[i], false);
+				if (r < 0)
+					return r;
+			}
+			if (kind && sw->n_next_wait_ns) {
+				uint64_t wait = sw->next_wait_ns[i];
+
+				r = reserve_one(&w->rq, w->n_rq, &w->cap_rq, sizeof(*w->rq));
+				if (r < 0)
+					return r;
+				w->rq[w->n_rq++] = wait;
+				/* a preemption seen in the window is a wait already */
+				if (kind == HPS_WAIT_WAKEUP || !was_preempted) {
+					r = add_wait(m, w, ts > wait ? ts - wait : 0, ts, sw->cpu[i],
+						     sw->cpu[i]);
+					if (r < 0)
+						return r;
+				}
+				if (kind == HPS_WAIT_WAKEUP) {
+					struct stall st = { .kind = STALL_RUNQUEUE,
+							    .involuntary = true,
+							    .thread = model_thread_index(m, w),
+							    .row = i,
+							    .ts = ts > wait ? ts - wait : 0,
+							    .dur = wait };
+
+					w->rq_wakeup++;
+					consider_stall(m, &st);
+				} else {
+					w->rq_preempt++;
+				}
+			}
+		}
+		w = model_thread(m, sw->prev_pid[i], sw->prev_tid[i]);
+		if (w) {
+			w->active = true;
+			r = model_add_cpu(w, sw->cpu[i]);
+			if (r < 0)
+				return r;
+			if (HPS_STATE_RUNNABLE(sw->prev_state[i])) {
+				r = preemption_begin(w, sw, i, ts);
+				if (r < 0)
+					return r;
+			}
+		}
+	}
+	for (size_t i = 0; i < m->n; i++) {
+		struct wthread *w = &m->t[i];
+
+		if (w->preempted) {
+			r = preemption_end(m, w, MAX(s->end_ns, w->preempted_at), sw->cpu[w->preempted_row],
+					   true);
+			if (r < 0)
+				return r;
+		}
+		qsort_safe(w->culprits, w->n_culprits, sizeof(*w->culprits), model_cmp_culprit);
+		qsort_safe(w->rq, w->n_rq, sizeof(*w->rq), cmp_u64);
+	}
+	qsort_safe(m->waits, m->n_waits, sizeof(*m->waits), cmp_rq_wait);
+	return 0;
+}
+
+static int analyze_migrations(struct model *m)
+{
+	const Hostprof__MigrationTable *mg = m->snap->migrations;
+	size_t n = mg ? mg->n_ts_delta : 0;
+	int r;
+
+	r = hps_abs_times(m->snap->start_ns, mg ? mg->ts_delta : NULL, n, &m->mg_ts);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++) {
+		struct wthread *w = model_thread(m, mg->pid[i], mg->tid[i]);
+
+		if (!w)
+			continue;
+		w->active = true;
+		r = reserve_one(&w->migrations, w->n_migrations, &w->cap_migrations, sizeof(*w->migrations));
+		if (r < 0)
+			return r;
+		w->migrations[w->n_migrations++] = i;
+	}
+	return 0;
+}
+
+/* Rows of the syscall table, slowest first. */
+static int cmp_syscall_row(const void *a, const void *b, void *table)
+{
+	const Hostprof__SyscallTable *sc = table;
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+	uint64_t dx = sc->dur_ns[x], dy = sc->dur_ns[y];
+
+	if (dx != dy)
+		return dx > dy ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
+/* Indexes into Snapshot.syscall_hist, most total time first. */
+static int cmp_hist(const void *a, const void *b, void *snap)
+{
+	const Hostprof__Snapshot *s = snap;
+	const Hostprof__SyscallHistogram *x = s->syscall_hist[*(const size_t *)a];
+	const Hostprof__SyscallHistogram *y = s->syscall_hist[*(const size_t *)b];
+
+	if (x->total_ns != y->total_ns)
+		return x->total_ns > y->total_ns ? -1 : 1;
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
+	return x->nr < y->nr ? -1 : x->nr > y->nr;
+}
+
+static int analyze_syscalls(struct model *m)
+{
+	const Hostprof__Snapshot *s = m->snap;
+	const Hostprof__SyscallTable *sc = s->syscalls;
+	size_t n = sc ? sc->n_ts_delta : 0;
+	int r;
+
+	r = hps_abs_times(s->start_ns, sc ? sc->ts_delta : NULL, n, &m->sc_ts);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++) {
+		struct wthread *w = model_thread(m, sc->pid[i], sc->tid[i]);
+
+		if (!w)
+			continue;
+		w->active = true;
+		r = reserve_one(&w->syscalls, w->n_syscalls, &w->cap_syscalls, sizeof(*w->syscalls));
+		if (r < 0)
+			return r;
+		w->syscalls[w->n_syscalls++] = i;
+		r = model_add_cpu(w, sc->cpu[i]);
+		if (r < 0)
+			return r;
+	}
+	for (size_t i = 0; i < s->n_syscall_hist; i++) {
+		struct wthread *w = model_thread(m, s->syscall_hist[i]->pid, s->syscall_hist[i]->tid);
+
+		if (!w)
+			continue;
+		w->active = true;
+		r = reserve_one(&w->hists, w->n_hists, &w->cap_hists, sizeof(*w->hists));
+		if (r < 0)
+			return r;
+		w->hists[w->n_hists++] = i;
+	}
+	for (size_t i = 0; i < m->n; i++) {
+		qsort_r_safe(m->t[i].syscalls, m->t[i].n_syscalls, sizeof(size_t), cmp_syscall_row,
+			     (void *)sc);
+		qsort_r_safe(m->t[i].hists, m->t[i].n_hists, sizeof(size_t), cmp_hist, (void *)s);
+	}
+	return 0;
+}
+
+/* Rows of the off-CPU table by thread, then stacks, then time. */
+static int cmp_offcpu_row(const void *a, const void *b, void *table)
+{
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+	const Hostprof__OffCpuTable *t = table;
+
+	if (t->tid[x] != t->tid[y])
+		return t->tid[x] < t->tid[y] ? -1 : 1;
+	if (t->ustack[x] != t->ustack[y])
+		return t->ustack[x] < t->ustack[y] ? -1 : 1;
+	if (t->kstack[x] != t->kstack[y])
+		return t->kstack[x] < t->kstack[y] ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
+static int cmp_offcpu_group(const void *a, const void *b)
+{
+	const struct offcpu_group *x = a, *y = b;
+	int c;
+
+	c = tally_cmp(&x->sum, &y->sum);
+	if (c)
+		return c;
+	if (x->ustack != y->ustack)
+		return x->ustack < y->ustack ? -1 : 1;
+	return x->kstack < y->kstack ? -1 : x->kstack > y->kstack;
+}
+
+static int cmp_waker(const void *a, const void *b)
+{
+	const struct waker *x = a, *y = b;
+	int c;
+
+	c = tally_cmp(&x->sum, &y->sum);
+	if (c)
+		return c;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+static int add_waker(struct offcpu_group *g, const Hostprof__OffCpuTable *t, size_t i)
+{
+	size_t k;
+	int r;
+
+	for (k = 0; k < g->n_wakers; k++)
+		if (g->wakers[k].tid == t->waker_tid[i] && g->wakers[k].pid == t->waker_pid[i])
+			break;
+	if (k == g->n_wakers) {
+		r = reserve_one(&g->wakers, g->n_wakers, &g->cap_wakers, sizeof(*g->wakers));
+		if (r < 0)
+			return r;
+		g->wakers[k] = (struct waker){ .tid = t->waker_tid[i],
+					       .pid = t->waker_pid[i],
+					       .comm = t->waker_comm[i] };
+		g->n_wakers++;
+	}
+	tally_add(&g->wakers[k].sum, t->dur_ns[i], i);
+	return 0;
+}
+
+static int analyze_offcpu(struct model *m)
+{
+	const Hostprof__OffCpuTable *t = m->snap->offcpu;
+	size_t n = t ? t->n_ts_delta : 0, nrows = 0;
+	_cleanup_free_ size_t *rows = NULL;
+	int r;
+
+	r = hps_abs_times(m->snap->start_ns, t ? t->ts_delta : NULL, n, &m->off_ts);
+	if (r < 0)
+		return r;
+	rows = calloc(MAX(n, (size_t)1), sizeof(*rows));
+	if (!rows)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		if (model_thread(m, t->pid[i], t->tid[i]))
+			rows[nrows++] = i;
+	qsort_r_safe(rows, nrows, sizeof(*rows), cmp_offcpu_row, (void *)t);
+	for (size_t k = 0; k < nrows; k++) {
+		size_t i = rows[k];
+		struct wthread *w = model_thread(m, t->pid[i], t->tid[i]);
+		struct offcpu_group *g = w->n_off ? &w->off[w->n_off - 1] : NULL;
+		struct stall st = { .kind = STALL_BLOCKED,
+				    .involuntary = (t->state[i] & HPS_STATE_UNINTERRUPTIBLE) != 0,
+				    .thread = model_thread_index(m, w),
+				    .row = i,
+				    .ts = m->off_ts[i],
+				    .dur = t->dur_ns[i] };
+
+		if (!g || g->ustack != t->ustack[i] || g->kstack != t->kstack[i]) {
+			r = reserve_one(&w->off, w->n_off, &w->cap_off, sizeof(*w->off));
+			if (r < 0)
+				return r;
+			g = &w->off[w->n_off++];
+			*g = (struct offcpu_group){ .ustack = t->ustack[i], .kstack = t->kstack[i] };
+		}
+		g->states |= t->state[i];
+		tally_add(&g->sum, t->dur_ns[i], i);
+		r = add_waker(g, t, i);
+		if (r < 0)
+			return r;
+		w->active = true;
+		tally_add(&w->off_sum, t->dur_ns[i], i);
+		r = model_add_cpu(w, t->cpu[i]);
+		if (r < 0)
+			return r;
+		consider_stall(m, &st);
+	}
+	for (size_t i = 0; i < m->n; i++) {
+		struct wthread *w = &m->t[i];
+
+		for (size_t g = 0; g < w->n_off; g++)
+			qsort_safe(w->off[g].wakers, w->off[g].n_wakers, sizeof(struct waker), cmp_waker);
+		qsort_safe(w->off, w->n_off, sizeof(*w->off), cmp_offcpu_group);
+	}
+	return 0;
+}
+
+struct leaf_entry {
+	size_t thread;
+	const char *name;
+	bool kernel;
+};
+
+static int cmp_leaf_entry(const void *a, const void *b)
+{
+	const struct leaf_entry *x = a, *y = b;
+	int c;
+
+	if (x->thread != y->thread)
+		return x->thread < y->thread ? -1 : 1;
+	if (x->kernel != y->kernel)
+		return x->kernel ? 1 : -1;
+	c = strcmp(x->name, y->name);
+	return c;
+}
+
+static int cmp_leaf_count(const void *a, const void *b)
+{
+	const struct leaf_count *x = a, *y = b;
+	int c;
+
+	if (x->samples != y->samples)
+		return x->samples > y->samples ? -1 : 1;
+	if (x->kernel != y->kernel)
+		return x->kernel ? 1 : -1;
+	c = strcmp(x->name, y->name);
+	return c;
+}
+
+/* The innermost frame of stack idx1 (index + 1), or NULL. */
+static const char *leaf_name(const struct model *m, uint32_t idx1)
+{
+	const Hostprof__Stack *st;
+
+	if (!idx1)
+		return NULL;
+	st = m->snap->stacks[idx1 - 1];
+	return st->n_frames ? m->fn.name[st->frames[0]] : NULL;
+}
+
+static int analyze_samples(struct model *m)
+{
+	const Hostprof__SampleTable *t = m->snap->samples;
+	size_t n = t ? t->n_ts_delta : 0, ne = 0;
+	_cleanup_free_ struct leaf_entry *e = NULL;
+	int r;
+
+	e = calloc(MAX(n, (size_t)1), sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		struct wthread *w;
+		const char *name;
+		bool kernel = false;
+
+		if (t->pid[i] != m->snap->pid)
+			continue;
+		m->samples++;
+		w = model_thread(m, t->pid[i], t->tid[i]);
+		if (!w)
+			continue;
+		w->active = true;
+		w->samples++;
+		r = model_add_cpu(w, t->cpu[i]);
+		if (r < 0)
+			return r;
+		name = leaf_name(m, t->ustack[i]);
+		if (!name) {
+			name = leaf_name(m, t->kstack[i]);
+			kernel = name != NULL;
+		}
+		e[ne++] = (struct leaf_entry){ .thread = model_thread_index(m, w),
+					       .name = name ? name : "[no stack]",
+					       .kernel = kernel };
+	}
+	qsort_safe(e, ne, sizeof(*e), cmp_leaf_entry);
+	for (size_t i = 0; i < ne; i++) {
+		struct wthread *w = &m->t[e[i].thread];
+
+		if (!i || cmp_leaf_entry(&e[i - 1], &e[i])) {
+			r = reserve_one(&w->leaves, w->n_leaves, &w->cap_leaves, sizeof(*w->leaves));
+			if (r < 0)
+				return r;
+			w->leaves[w->n_leaves++] =
+				(struct leaf_count){ .name = e[i].name, .kernel = e[i].kernel };
+		}
+		w->leaves[w->n_leaves - 1].samples++;
+	}
+	for (size_t i = 0; i < m->n; i++)
+		qsort_safe(m->t[i].leaves, m->t[i].n_leaves, sizeof(struct leaf_count), cmp_leaf_count);
+	return 0;
+}
+
+/* The task switched out for row i's next, as a culprit. */
+struct culprit model_prev_task(const Hostprof__SchedSwitchTable *sw, size_t i)
+{
+	return (struct culprit){ .tid = sw->prev_tid[i],
+				 .pid = sw->prev_pid[i],
+				 .comm = sw->prev_comm[i],
+				 .prio = sw->prev_prio[i],
+				 .has_policy = sw->n_prev_policy > 0,
+				 .policy = sw->n_prev_policy ? sw->prev_policy[i] : 0 };
+}
+
+struct culprit model_next_task(const Hostprof__SchedSwitchTable *sw, size_t i)
+{
+	return (struct culprit){ .tid = sw->next_tid[i],
+				 .pid = sw->next_pid[i],
+				 .comm = sw->next_comm[i],
+				 .prio = sw->next_prio[i],
+				 .has_policy = sw->n_next_policy > 0,
+				 .policy = sw->n_next_policy ? sw->next_policy[i] : 0 };
+}
+
+/* The slow syscall of this thread during which it went off the CPU at ts, or -1. */
+ssize_t model_blocking_syscall(const struct model *m, const struct wthread *w, uint64_t ts)
+{
+	const Hostprof__SyscallTable *sc = m->snap->syscalls;
+
+	for (size_t k = 0; k < w->n_syscalls; k++) {
+		size_t i = w->syscalls[k];
+
+		if (m->sc_ts[i] <= ts && ts - m->sc_ts[i] <= sc->dur_ns[i])
+			return (ssize_t)i;
+	}
+	return -1;
+}
+
+int model_build(const Hostprof__Snapshot *snap, struct model *ret)
+{
+	struct model m = { .snap = snap };
+	int r;
+
+	r = hps_validate(snap);
+	if (r < 0)
+		return r;
+	m.interference = snap->interference & HPS_INTERF_ALL;
+	r = frame_names_init(snap, &m.fn);
+	if (r >= 0)
+		r = model_threads(&m);
+	if (r >= 0)
+		r = analyze_switches(&m);
+	if (r >= 0)
+		r = analyze_migrations(&m);
+	if (r >= 0)
+		r = analyze_syscalls(&m);
+	if (r >= 0)
+		r = analyze_offcpu(&m);
+	if (r >= 0)
+		r = analyze_samples(&m);
+	/* after the scheduler's tables: the worst stall is known, and the waits */
+	if (r >= 0)
+		r = model_interference(&m);
+	if (r < 0) {
+		model_free(&m);
+		return r;
+	}
+	*ret = m;
+	return 0;
+}
