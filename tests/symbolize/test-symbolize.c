@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Tests of daemon/symbolize.c against real processes and files. The first argument names
+ * Tests of daemon/symbolize/ against real processes and files. The first argument names
  * the test; the rest are the child (symchild, PIE, frame pointers), its shared library and
  * objcopy:
  *

@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * JIT code: a process's /tmp/perf-NSPID.map, read in its root (perfmap.c parses it). Each
+ * version that differs from the last one read is kept, newest first to answer, until the
+ * versions of one process pass PROC_PERFMAP_BYTES_MAX: older ones name code the JIT has
+ * since dropped.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "procfs.h"
+
+int proc_read_perfmap(struct symbolizer *s, struct proc *p, int root_fd)
+{
+	_cleanup_close_ int fd = -1;
+	_cleanup_fclose_ FILE *f = NULL;
+	struct perfmap m, *v;
+	struct stat st;
+	int r;
+
+	if (!p->perfmap_path)
+		return 0;
+	fd = open_regular_at(root_fd, p->perfmap_path, true);
+	if (fd < 0)
+		return fd == -ENOENT ? 0 : fd;
+	if (fstat(fd, &st) < 0)
+		return negative_errno();
+	if (p->n_jit && st.st_dev == p->jit_st.st_dev && st.st_ino == p->jit_st.st_ino &&
+	    st.st_size == p->jit_st.st_size && st.st_mtim.tv_sec == p->jit_st.st_mtim.tv_sec &&
+	    st.st_mtim.tv_nsec == p->jit_st.st_mtim.tv_nsec)
+		return 0;
+	f = fdopen(fd, "re");
+	if (!f)
+		return negative_errno();
+	TAKE_FD(fd);
+	r = perfmap_parse(f, &m);
+	if (r < 0)
+		return r;
+	s->perfmap_rejected += m.rejected;
+	v = realloc(p->jit, (p->n_jit + 1) * sizeof(*v));
+	if (!v) {
+		perfmap_done(&m);
+		return -ENOMEM;
+	}
+	p->jit = v;
+	p->jit[p->n_jit++] = m;
+	p->jit_bytes += perfmap_bytes(&m);
+	p->jit_st = st;
+	/* older versions answer for code the JIT has since dropped, while memory allows */
+	while (p->n_jit > 1 && p->jit_bytes > PROC_PERFMAP_BYTES_MAX) {
+		p->jit_bytes -= perfmap_bytes(&p->jit[0]);
+		perfmap_done(&p->jit[0]);
+		memmove(p->jit, p->jit + 1, (p->n_jit - 1) * sizeof(*p->jit));
+		p->n_jit--;
+	}
+	return 0;
+}
+
+const struct perfmap_entry *proc_find_jit(const struct proc *p, uint64_t addr, const struct perfmap **ret_map)
+{
+	for (size_t i = p->n_jit; i > 0; i--) {
+		const struct perfmap_entry *e = perfmap_find(&p->jit[i - 1], addr);
+
+		if (e) {
+			*ret_map = &p->jit[i - 1];
+			return e;
+		}
+	}
+	return NULL;
+}
+
+void proc_recheck_perfmap(struct symbolizer *s, struct proc *p)
+{
+	uint64_t now = now_mono_ns();
+	_cleanup_close_ int root_fd = -1;
+	struct proc_info info;
+	char path[64];
+
+	if (!p->alive || now - p->jit_checked_ns < PERFMAP_CHECK_NS)
+		return;
+	p->jit_checked_ns = now;
+	if (proc_read_info(p->pid, &info) < 0 || info.start_time != p->start_time) {
+		p->alive = false; /* gone, or the pid is another process's now */
+		return;
+	}
+	snprintf(path, sizeof(path), "/proc/%u/root", p->pid);
+	root_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root_fd >= 0)
+		(void)proc_read_perfmap(s, p, root_fd);
+}
