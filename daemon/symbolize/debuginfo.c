@@ -15,7 +15,7 @@
 
 #include "internal.h"
 
-/* The CRC-32 (zlib's, the one .gnu_debuglink holds) of a whole file. */
+/* The CRC-32 (zlib's, the one .gnu_debuglink holds) of a whole file, up to ELF_FILE_BYTES_MAX. */
 static int file_crc32(int fd, uint32_t *ret)
 {
 	unsigned char buf[65536];
@@ -34,6 +34,8 @@ static int file_crc32(int fd, uint32_t *ret)
 			break;
 		crc = crc32(crc, buf, n);
 		off += n;
+		if ((uint64_t)off > ELF_FILE_BYTES_MAX)
+			return -EFBIG; /* it grows while read */
 	}
 	*ret = crc;
 	return 0;
@@ -55,13 +57,13 @@ static int debug_open(const struct debug_search *ds, const char *path)
 static Elf *debug_check(int fd, const char *want_build_id)
 {
 	char id[2 * BUILD_ID_MAX + 1];
+	struct stat st;
 	GElf_Shdr sh;
 	Elf *e;
 
-	e = elf_begin(fd, ELF_C_READ, NULL);
-	if (!e)
+	if (fstat(fd, &st) < 0 || elf_open(fd, &st, &e) < 0)
 		return NULL;
-	if (elf_kind(e) != ELF_K_ELF || !elf_find_section(e, SHT_SYMTAB, &sh))
+	if (!elf_find_section(e, SHT_SYMTAB, &sh))
 		goto no;
 	if (want_build_id) {
 		elf_build_id(e, id);
@@ -112,7 +114,7 @@ static Elf *debug_by_link(const struct debug_search *ds, Elf *bin, int *ret_fd)
 	size_t name_len, crc_off;
 
 	scn = elf_find_section_named(bin, ".gnu_debuglink", &sh);
-	if (!scn || !gelf_getehdr(bin, &eh))
+	if (!scn || sh.sh_size > ELF_SMALL_MAX || !gelf_getehdr(bin, &eh))
 		return NULL;
 	data = elf_getdata(scn, NULL);
 	if (!data || !data->d_buf)

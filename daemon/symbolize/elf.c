@@ -13,6 +13,72 @@
 
 #include "internal.h"
 
+static uint64_t get_uint(const unsigned char *p, size_t n, bool msb)
+{
+	uint64_t v = 0;
+
+	for (size_t i = 0; i < n; i++)
+		v |= (uint64_t)p[msb ? n - 1 - i : i] << (8 * i);
+	return v;
+}
+
+/* The number of sections, from the header (and section 0 past SHN_LORESERVE), before libelf
+ * allocates a descriptor for each. */
+static int elf_count_sections(int fd, uint64_t *ret)
+{
+	unsigned char h[64], sh[64];
+	uint64_t shoff, shnum;
+	bool is64, msb;
+	ssize_t n;
+
+	n = pread(fd, h, sizeof(h), 0);
+	if (n < 0)
+		return negative_errno();
+	if (n < EI_NIDENT || memcmp(h, ELFMAG, SELFMAG) ||
+	    (h[EI_CLASS] != ELFCLASS32 && h[EI_CLASS] != ELFCLASS64))
+		return -ENOEXEC;
+	is64 = h[EI_CLASS] == ELFCLASS64;
+	msb = h[EI_DATA] == ELFDATA2MSB;
+	if (n < (is64 ? 64 : 52))
+		return -ENOEXEC;
+	shoff = get_uint(h + (is64 ? 0x28 : 0x20), is64 ? 8 : 4, msb);
+	shnum = get_uint(h + (is64 ? 0x3c : 0x30), 2, msb);
+	if (!shnum && shoff) {
+		n = pread(fd, sh, is64 ? 64 : 40, shoff);
+		if (n < 0)
+			return negative_errno();
+		if (n < (is64 ? 64 : 40))
+			return -ENOEXEC;
+		shnum = get_uint(sh + (is64 ? 0x20 : 0x14), is64 ? 8 : 4, msb);
+	}
+	*ret = shnum;
+	return 0;
+}
+
+int elf_open(int fd, const struct stat *st, Elf **ret)
+{
+	uint64_t sections;
+	Elf *e;
+	int r;
+
+	if ((uint64_t)st->st_size > ELF_FILE_BYTES_MAX)
+		return -EFBIG;
+	r = elf_count_sections(fd, &sections);
+	if (r < 0)
+		return r;
+	if (sections > ELF_SECTIONS_MAX)
+		return -E2BIG;
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	if (!e)
+		return -ENOEXEC;
+	if (elf_kind(e) != ELF_K_ELF) {
+		elf_end(e);
+		return -ENOEXEC;
+	}
+	*ret = e;
+	return 0;
+}
+
 size_t elf_file_bytes(const struct elf_file *f)
 {
 	return sizeof(*f) + f->n_syms * (sizeof(*f->syms) + sizeof(*f->max_end)) + f->names_len +
@@ -100,7 +166,7 @@ void elf_build_id(Elf *e, char ret[2 * BUILD_ID_MAX + 1])
 	while ((scn = elf_nextscn(e, scn))) {
 		GElf_Shdr sh;
 
-		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_NOTE &&
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_NOTE && sh.sh_size <= ELF_SMALL_MAX &&
 		    build_id_in_notes(elf_getdata(scn, NULL), ret))
 			return;
 	}
@@ -109,7 +175,7 @@ void elf_build_id(Elf *e, char ret[2 * BUILD_ID_MAX + 1])
 	for (size_t i = 0; i < n; i++) {
 		GElf_Phdr ph;
 
-		if (gelf_getphdr(e, i, &ph) && ph.p_type == PT_NOTE &&
+		if (gelf_getphdr(e, i, &ph) && ph.p_type == PT_NOTE && ph.p_filesz <= ELF_SMALL_MAX &&
 		    build_id_in_notes(elf_getdata_rawchunk(e, ph.p_offset, ph.p_filesz, ELF_T_NHDR), ret))
 			return;
 	}
@@ -153,10 +219,14 @@ Elf_Scn *elf_find_section(Elf *e, uint32_t type, GElf_Shdr *ret)
 
 Elf_Scn *elf_find_section_named(Elf *e, const char *name, GElf_Shdr *ret)
 {
-	Elf_Scn *scn = NULL;
+	Elf_Scn *scn = NULL, *strs;
 	size_t shstrndx;
+	GElf_Shdr sh;
 
 	if (elf_getshdrstrndx(e, &shstrndx) < 0)
+		return NULL;
+	strs = elf_getscn(e, shstrndx);
+	if (!strs || !gelf_getshdr(strs, &sh) || sh.sh_size > ELF_SMALL_MAX)
 		return NULL;
 	while ((scn = elf_nextscn(e, scn))) {
 		const char *n;
@@ -203,12 +273,20 @@ static int elf_load_symbols(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct el
 {
 	_cleanup_free_ struct raw_sym *raw = NULL;
 	struct strbuf names = {};
-	Elf_Data *data = elf_getdata(scn, NULL);
 	size_t entsize = gelf_fsize(e, ELF_T_SYM, 1, EV_CURRENT);
 	size_t count, n = 0, out = 0;
+	Elf_Scn *strs = elf_getscn(e, sh->sh_link);
+	GElf_Shdr strs_sh;
+	Elf_Data *data;
 	int r = 0;
 
-	if (!data || !entsize)
+	/* libelf reads a section whole: neither may be larger than what is kept of it */
+	if (!entsize || !strs || !gelf_getshdr(strs, &strs_sh))
+		return -EBADMSG;
+	if (sh->sh_size / entsize > ELF_SYMS_MAX || strs_sh.sh_size > ELF_NAMES_MAX)
+		return -E2BIG;
+	data = elf_getdata(scn, NULL);
+	if (!data)
 		return -EBADMSG;
 	count = MIN(data->d_size / entsize, (size_t)ELF_SYMS_MAX);
 	raw = malloc(MAX(count, (size_t)1) * sizeof(*raw));

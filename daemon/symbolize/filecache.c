@@ -157,9 +157,10 @@ int elf_file_get(struct symbolizer *s, const struct debug_search *ds, int fd, st
 	if (!f)
 		return -ENOMEM;
 	f->refs = 1;
-	e = elf_begin(fd, ELF_C_READ, NULL);
-	if (!e || elf_kind(e) != ELF_K_ELF) {
-		f->err = -ENOEXEC;
+	r = elf_open(fd, &ds->st, &e);
+	if (r < 0) {
+		f->err = r;
+		e = NULL;
 	} else {
 		elf_build_id(e, f->build_id);
 		if (f->build_id[0]) {

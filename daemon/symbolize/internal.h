@@ -40,6 +40,11 @@
 #define SYM_SCAN_MAX 64 /* enclosing symbols looked at behind the nearest one */
 #define KERNEL_CHECK_NS NSEC_PER_SEC
 #define PERFMAP_CHECK_NS NSEC_PER_SEC
+#define MAPS_BYTES_MAX (64u << 20) /* bytes read from /proc/PID/maps */
+#define STATUS_LINES_MAX 256 /* lines read from /proc/PID/status */
+#define ELF_FILE_BYTES_MAX (4ull << 30) /* larger ELF and debug files are not read */
+#define ELF_SECTIONS_MAX 65536 /* files with more sections are not read */
+#define ELF_SMALL_MAX (1u << 20) /* larger notes, section name tables, debug links are not read */
 
 /* ---- small helpers ---- */
 
@@ -117,6 +122,8 @@ struct debug_search {
 };
 
 /* elf.c */
+/* libelf's handle on fd when it is an ELF file within the caps: -EFBIG, -E2BIG, -ENOEXEC. */
+int elf_open(int fd, const struct stat *st, Elf **ret);
 size_t elf_file_bytes(const struct elf_file *f);
 /* The symbol covering vaddr: the innermost of those that enclose it. */
 const struct elf_sym *elf_file_find(const struct elf_file *f, uint64_t vaddr);

@@ -27,7 +27,7 @@ int read_nspid(uint32_t pid, uint32_t *ret)
 	f = fopen(path, "re");
 	if (!f)
 		return negative_errno();
-	while (fgets(line, sizeof(line), f)) {
+	for (int i = 0; i < STATUS_LINES_MAX && fgets(line, sizeof(line), f); i++) {
 		char *last;
 
 		if (strncmp(line, "NSpid:", 6))
@@ -94,17 +94,20 @@ int read_maps(uint32_t pid, struct mapping **ret, size_t *ret_n)
 	_cleanup_fclose_ FILE *f = NULL;
 	_cleanup_free_ char *line = NULL;
 	struct mapping *maps = NULL;
-	size_t n = 0, cap = 0, linecap = 0;
+	size_t n = 0, cap = 0, linecap = 0, bytes = 0;
 	char path[64];
+	ssize_t len;
 	int r = 0;
 
 	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
 	f = fopen(path, "re");
 	if (!f)
 		return negative_errno();
-	while (getline(&line, &linecap, f) > 0 && n < MAPPINGS_MAX) {
+	/* past either cap, the mappings read so far are all there is */
+	while (n < MAPPINGS_MAX && bytes < MAPS_BYTES_MAX && (len = getline(&line, &linecap, f)) > 0) {
 		struct mapping m;
 
+		bytes += len;
 		r = parse_maps_line(line, &m);
 		if (r == -EBADMSG) {
 			r = 0;
