@@ -4,6 +4,10 @@
  * inode, size and mtime. A file's symbol table (names copied out, libelf released) lives as
  * long as some mapping, current or retired, holds a reference; the last one takes its keys
  * out of the cache.
+ *
+ * A read phase on the worker must not look into the cache while the loop changes it: it gets
+ * known_files, the cache's keys at one moment, sorted and never written again, made anew only
+ * when a key was put or removed since (gen).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -57,7 +61,6 @@ static int cache_grow(struct file_cache *c)
 	return 0;
 }
 
-/* Makes key lead to f. */
 int cache_put(struct file_cache *c, const char *key, struct elf_file *f)
 {
 	size_t len = strlen(key);
@@ -84,6 +87,7 @@ int cache_put(struct file_cache *c, const char *key, struct elf_file *f)
 	*slot = k;
 	f->keys[f->n_keys++] = k;
 	c->n_keys++;
+	c->gen++;
 	TAKE_PTR(k);
 	return 0;
 }
@@ -96,6 +100,7 @@ static void cache_remove_key(struct file_cache *c, struct file_key *k)
 		if (*p == k) {
 			*p = k->next;
 			c->n_keys--;
+			c->gen++;
 			break;
 		}
 	}
@@ -125,76 +130,97 @@ void elf_file_unref(struct file_cache *c, struct elf_file *f)
 	free(f);
 }
 
-int file_new_and_cache(struct symbolizer *s, const char *const *keys, size_t n_keys, struct elf_file *f)
+int cache_put_file(struct file_cache *c, const char *const *keys, size_t n_keys, struct elf_file *f)
 {
 	int r = 0;
 
 	for (size_t i = 0; i < n_keys && r == 0; i++)
 		if (keys[i])
-			r = cache_put(&s->cache, keys[i], f);
+			r = cache_put(c, keys[i], f);
 	if (f->n_keys)
-		s->cache.n_files++;
+		c->n_files++;
 	return r;
 }
 
-int elf_file_get(struct symbolizer *s, const struct debug_search *ds, int fd, struct elf_file **ret)
+void file_cache_done(struct file_cache *c)
 {
-	char ino_key[128], id_key[2 * BUILD_ID_MAX + 3];
-	const char *keys[2] = { ino_key, NULL };
-	struct elf_file *f;
-	Elf *e;
+	known_files_unref(c->known);
+	free(c->buckets);
+	*c = (struct file_cache){};
+}
+
+void file_key_inode(const struct stat *st, char ret[FILE_KEY_MAX])
+{
+	snprintf(ret, FILE_KEY_MAX, "i:%llx:%llu:%lld:%lld.%09ld", (unsigned long long)st->st_dev,
+		 (unsigned long long)st->st_ino, (long long)st->st_size, (long long)st->st_mtim.tv_sec,
+		 st->st_mtim.tv_nsec);
+}
+
+void file_key_build_id(const char *build_id, char ret[FILE_KEY_MAX])
+{
+	snprintf(ret, FILE_KEY_MAX, "b:%s", build_id);
+}
+
+static int cmp_key(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* One block: the struct, the sorted pointers, the strings. */
+static int known_files_new(const struct file_cache *c, struct known_files **ret)
+{
+	size_t bytes = 0, n = 0;
+	struct known_files *k;
+	char *strings;
+
+	for (size_t i = 0; i < c->n_buckets; i++)
+		for (const struct file_key *fk = c->buckets[i]; fk; fk = fk->next)
+			bytes += strlen(fk->key) + 1;
+	k = malloc(sizeof(*k) + c->n_keys * sizeof(*k->keys) + bytes);
+	if (!k)
+		return -ENOMEM;
+	*k = (struct known_files){ .refs = 1, .gen = c->gen, .keys = (const char **)(k + 1) };
+	strings = (char *)(k->keys + c->n_keys);
+	for (size_t i = 0; i < c->n_buckets; i++) {
+		for (const struct file_key *fk = c->buckets[i]; fk && n < c->n_keys; fk = fk->next) {
+			size_t len = strlen(fk->key) + 1;
+
+			memcpy(strings, fk->key, len);
+			k->keys[n++] = strings;
+			strings += len;
+		}
+	}
+	k->n = n;
+	qsort_safe(k->keys, n, sizeof(*k->keys), cmp_key);
+	*ret = k;
+	return 0;
+}
+
+int known_files_get(struct file_cache *c, struct known_files **ret)
+{
 	int r;
 
-	snprintf(ino_key, sizeof(ino_key), "i:%llx:%llu:%lld:%lld.%09ld", (unsigned long long)ds->st.st_dev,
-		 (unsigned long long)ds->st.st_ino, (long long)ds->st.st_size,
-		 (long long)ds->st.st_mtim.tv_sec, ds->st.st_mtim.tv_nsec);
-	f = cache_get(&s->cache, ino_key);
-	if (f) {
-		*ret = elf_file_ref(f);
-		return 0;
-	}
-	f = calloc(1, sizeof(*f));
-	if (!f)
-		return -ENOMEM;
-	f->refs = 1;
-	r = elf_open(fd, &ds->st, &e);
-	if (r < 0) {
-		f->err = r;
-		e = NULL;
-	} else {
-		elf_build_id(e, f->build_id);
-		if (f->build_id[0]) {
-			struct elf_file *shared;
+	if (!c->known || c->known->gen != c->gen) {
+		struct known_files *k;
 
-			snprintf(id_key, sizeof(id_key), "b:%s", f->build_id);
-			shared = cache_get(&s->cache, id_key);
-			if (shared) {
-				/* the same build under another inode: another container's copy */
-				elf_end(e);
-				free(f);
-				r = cache_put(&s->cache, ino_key, shared);
-				if (r < 0)
-					return r;
-				*ret = elf_file_ref(shared);
-				return 0;
-			}
-			keys[1] = id_key;
-		}
-		f->err = elf_load(ds, e, f);
+		r = known_files_new(c, &k);
+		if (r < 0)
+			return r;
+		known_files_unref(c->known);
+		c->known = k;
 	}
-	if (e)
-		elf_end(e);
-	if (f->err == -ENOMEM) {
-		elf_file_unref(&s->cache, f);
-		return -ENOMEM;
-	}
-	if (f->err)
-		s->elf_failed++;
-	r = file_new_and_cache(s, keys, 2, f);
-	if (r < 0) {
-		elf_file_unref(&s->cache, f);
-		return r;
-	}
-	*ret = f;
+	c->known->refs++;
+	*ret = c->known;
 	return 0;
+}
+
+void known_files_unref(struct known_files *k)
+{
+	if (k && !--k->refs)
+		free(k);
+}
+
+bool known_files_has(const struct known_files *k, const char *key)
+{
+	return k && bsearch(&key, k->keys, k->n, sizeof(*k->keys), cmp_key);
 }

@@ -4,7 +4,7 @@
  * is daemon/symbolize.h.
  *
  *   symbolize.c  the front: constructors, the per-process table, resolve, statistics
- *   refresh.c    noting a process's mappings and the files behind them
+ *   refresh.c    noting a process: a read phase (the worker's, or inline) and an apply phase
  *   maps.c       /proc/PID/maps and NSpid; a process's mapping lists
  *   elf.c        one ELF file: its symbols, segments and build-id; the vDSO
  *   debuginfo.c  separate debug files: by build-id, by .gnu_debuglink
@@ -45,6 +45,7 @@
 #define ELF_FILE_BYTES_MAX (4ull << 30) /* larger ELF and debug files are not read */
 #define ELF_SECTIONS_MAX 65536 /* files with more sections are not read */
 #define ELF_SMALL_MAX (1u << 20) /* larger notes, section name tables, debug links are not read */
+#define HUNG_MAX 64 /* files remembered as ones a read hung in */
 
 /* ---- small helpers ---- */
 
@@ -80,6 +81,7 @@ static inline uint64_t now_mono_ns(void)
 }
 
 /* procfile.c */
+/* A regular file read-only (path resolved in dirfd's root when in_root); -EINVAL for anything else. */
 int open_regular_at(int dirfd, const char *path, bool in_root);
 bool same_root_as_daemon(int root_fd);
 
@@ -149,17 +151,41 @@ struct file_key {
 	char key[];
 };
 
+/* The keys of the cache at one moment: read-only, so that a read phase can look into it. */
+struct known_files {
+	unsigned refs; /* taken and dropped on the loop thread only */
+	uint64_t gen; /* of the cache it was taken from */
+	size_t n;
+	const char **keys; /* sorted */
+};
+
 struct file_cache {
 	struct file_key **buckets;
 	size_t n_buckets, n_keys, n_files;
+	uint64_t gen; /* changes with every key put or removed */
+	struct known_files *known; /* of some gen, made on demand */
 };
+
+#define FILE_KEY_MAX (2 * BUILD_ID_MAX + 3)
+/* "i:DEV:INO:SIZE:MTIME", the key of a file by what stat says of it */
+void file_key_inode(const struct stat *st, char ret[FILE_KEY_MAX]);
+/* "b:HEX", the key of a file by build-id */
+void file_key_build_id(const char *build_id, char ret[FILE_KEY_MAX]);
 
 struct elf_file *cache_get(struct file_cache *c, const char *key);
 /* Makes key lead to f. */
 int cache_put(struct file_cache *c, const char *key, struct elf_file *f);
+/* Puts f under each key that is not NULL, and counts it as a file of the cache. */
+int cache_put_file(struct file_cache *c, const char *const *keys, size_t n_keys, struct elf_file *f);
+void file_cache_done(struct file_cache *c);
 struct elf_file *elf_file_ref(struct elf_file *f);
-/* Drops a reference; the last one takes f's keys out of c. */
+/* Drops a reference; the last one takes f's keys out of c (which may be NULL for a file in none). */
 void elf_file_unref(struct file_cache *c, struct elf_file *f);
+/* The keys of c now, a reference for the caller; NULL + -ENOMEM. */
+int known_files_get(struct file_cache *c, struct known_files **ret);
+void known_files_unref(struct known_files *k);
+/* Thread-safe: k is never written once made. k may be NULL (nothing known). */
+bool known_files_has(const struct known_files *k, const char *key);
 
 /* ---- the process's view ---- */
 
@@ -169,6 +195,7 @@ struct mapping {
 	char *path; /* as mapped; NULL: anonymous */
 	struct elf_file *file; /* NULL: no symbols to be had */
 	bool anon; /* anonymous or a named anonymous region: JIT code may live here */
+	bool pending; /* its file is still to be looked at (the last refresh ran out of time) */
 };
 
 struct proc {
@@ -184,6 +211,7 @@ struct proc {
 	char *perfmap_path; /* "/tmp/perf-NSPID.map", the module of JIT frames */
 	struct stat jit_st; /* of the version parsed last */
 	uint64_t jit_checked_ns;
+	uint64_t seq; /* refreshes applied: a read phase that started from another is stale */
 	bool alive;
 };
 
@@ -205,6 +233,12 @@ struct kernel {
 	bool loaded, hidden;
 };
 
+struct file_id {
+	uint64_t dev, ino;
+};
+
+struct refresh;
+
 struct symbolizer {
 	struct file_cache cache;
 	struct proc **procs; /* sorted by pid */
@@ -214,7 +248,12 @@ struct symbolizer {
 	struct elf_file *vdso; /* the daemon's own: the kernel maps the same image everywhere */
 	bool vdso_tried;
 	char *debug_dir;
+	pid_t owner; /* the process that made it: a forked child's copy has no worker */
+	struct refresh *inflight; /* on the worker */
+	struct file_id hung[HUNG_MAX]; /* files a read hung in, newest at hung_next - 1 */
+	size_t n_hung, hung_next;
 	uint64_t resolved, unresolved, kernel_unresolved, elf_failed, perfmap_rejected;
+	uint64_t refreshes, refresh_abandoned, refresh_rejected;
 };
 
 /* symbolize.c: the per-process table */
@@ -222,15 +261,8 @@ struct proc *proc_find(struct symbolizer *s, uint32_t pid);
 /* The entry of pid, made (empty) if there is none. */
 int proc_add(struct symbolizer *s, uint32_t pid, struct proc **ret);
 
-/* filecache.c */
-int file_new_and_cache(struct symbolizer *s, const char *const *keys, size_t n_keys, struct elf_file *f);
-/*
- * The symbol table of the file behind fd, from the cache or read now. A file that is not ELF,
- * or has no symbols at all, is cached too (err set), so it is not read again.
- */
-int elf_file_get(struct symbolizer *s, const struct debug_search *ds, int fd, struct elf_file **ret);
-
 /* maps.c */
+/* pid's pid in its own PID namespace. */
 int read_nspid(uint32_t pid, uint32_t *ret);
 /* The executable mappings of /proc/PID/maps, sorted by start as the kernel lists them. */
 int read_maps(uint32_t pid, struct mapping **ret, size_t *ret_n);
@@ -242,12 +274,23 @@ int proc_retire(struct symbolizer *s, struct proc *p, struct mapping *m);
 const struct mapping *proc_find_mapping(const struct proc *p, uint64_t addr);
 
 /* jit.c */
-/* Reads the perf map again when it changed since the version parsed last. */
-int proc_read_perfmap(struct symbolizer *s, struct proc *p, int root_fd);
+/*
+ * The perf map at path, in root_fd's root, parsed into *ret and its stat into *ret_st unless
+ * it is the version prev describes (NULL: none). 1: read; 0: missing or unchanged; -errno.
+ */
+int perfmap_read_at(int root_fd, const char *path, const struct stat *prev, struct perfmap *ret,
+		    struct stat *ret_st);
+/* Takes m as p's newest version, read from a file st describes; older ones go past the cap. */
+int proc_add_perfmap(struct symbolizer *s, struct proc *p, struct perfmap *m, const struct stat *st);
 const struct perfmap_entry *proc_find_jit(const struct proc *p, uint64_t addr,
 					  const struct perfmap **ret_map);
 /* JIT code appears without mmaps: on a miss, look at the perf map again (once a second, while the process lives). */
 void proc_recheck_perfmap(struct symbolizer *s, struct proc *p);
+
+/* refresh.c */
+/* What is on the worker for pid (forgotten), or for any (the symbolizer goes), is dropped when it is back. */
+void refresh_cancel(struct symbolizer *s, uint32_t pid);
+void refresh_cancel_all(struct symbolizer *s);
 
 /* kernel.c */
 extern const char KERNEL_MODULE[];

@@ -15,42 +15,53 @@
 #include "internal.h"
 #include "procfs.h"
 
-int proc_read_perfmap(struct symbolizer *s, struct proc *p, int root_fd)
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+int perfmap_read_at(int root_fd, const char *path, const struct stat *prev, struct perfmap *ret,
+		    struct stat *ret_st)
 {
 	_cleanup_close_ int fd = -1;
 	_cleanup_fclose_ FILE *f = NULL;
-	struct perfmap m, *v;
 	struct stat st;
 	int r;
 
-	if (!p->perfmap_path)
-		return 0;
-	fd = open_regular_at(root_fd, p->perfmap_path, true);
+	fd = open_regular_at(root_fd, path, true);
 	if (fd < 0)
 		return fd == -ENOENT ? 0 : fd;
 	if (fstat(fd, &st) < 0)
 		return negative_errno();
-	if (p->n_jit && st.st_dev == p->jit_st.st_dev && st.st_ino == p->jit_st.st_ino &&
-	    st.st_size == p->jit_st.st_size && st.st_mtim.tv_sec == p->jit_st.st_mtim.tv_sec &&
-	    st.st_mtim.tv_nsec == p->jit_st.st_mtim.tv_nsec)
+	if (prev && same_file(&st, prev))
 		return 0;
 	f = fdopen(fd, "re");
 	if (!f)
 		return negative_errno();
 	TAKE_FD(fd);
-	r = perfmap_parse(f, &m);
+	r = perfmap_parse(f, ret);
 	if (r < 0)
 		return r;
-	s->perfmap_rejected += m.rejected;
+	*ret_st = st;
+	return 1;
+}
+
+int proc_add_perfmap(struct symbolizer *s, struct proc *p, struct perfmap *m, const struct stat *st)
+{
+	struct perfmap *v;
+
+	s->perfmap_rejected += m->rejected;
 	v = realloc(p->jit, (p->n_jit + 1) * sizeof(*v));
 	if (!v) {
-		perfmap_done(&m);
+		perfmap_done(m);
 		return -ENOMEM;
 	}
 	p->jit = v;
-	p->jit[p->n_jit++] = m;
-	p->jit_bytes += perfmap_bytes(&m);
-	p->jit_st = st;
+	p->jit[p->n_jit++] = *m;
+	p->jit_bytes += perfmap_bytes(m);
+	p->jit_st = *st;
+	*m = (struct perfmap){};
 	/* older versions answer for code the JIT has since dropped, while memory allows */
 	while (p->n_jit > 1 && p->jit_bytes > PROC_PERFMAP_BYTES_MAX) {
 		p->jit_bytes -= perfmap_bytes(&p->jit[0]);
@@ -79,6 +90,8 @@ void proc_recheck_perfmap(struct symbolizer *s, struct proc *p)
 	uint64_t now = now_mono_ns();
 	_cleanup_close_ int root_fd = -1;
 	struct proc_info info;
+	struct perfmap m;
+	struct stat st;
 	char path[64];
 
 	if (!p->alive || now - p->jit_checked_ns < PERFMAP_CHECK_NS)
@@ -90,6 +103,7 @@ void proc_recheck_perfmap(struct symbolizer *s, struct proc *p)
 	}
 	snprintf(path, sizeof(path), "/proc/%u/root", p->pid);
 	root_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (root_fd >= 0)
-		(void)proc_read_perfmap(s, p, root_fd);
+	if (root_fd >= 0 && p->perfmap_path &&
+	    perfmap_read_at(root_fd, p->perfmap_path, p->n_jit ? &p->jit_st : NULL, &m, &st) > 0)
+		(void)proc_add_perfmap(s, p, &m, &st);
 }

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -72,6 +73,7 @@ struct symbolizer *symbolizer_new(void)
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return NULL;
+	s->owner = getpid();
 	s->debug_dir = strdup("/usr/lib/debug");
 	if (!s->debug_dir || kernel_init(&s->kernel) < 0) {
 		symbolizer_free(s);
@@ -85,11 +87,12 @@ void symbolizer_free(struct symbolizer *s)
 {
 	if (!s)
 		return;
+	refresh_cancel_all(s); /* what the worker holds of s's is its own */
 	for (size_t i = 0; i < s->n_procs; i++)
 		proc_free(s, s->procs[i]);
 	free(s->procs);
 	elf_file_unref(&s->cache, s->vdso);
-	free(s->cache.buckets);
+	file_cache_done(&s->cache);
 	kernel_done(&s->kernel);
 	free(s->debug_dir);
 	free(s);
@@ -143,6 +146,7 @@ void symbolizer_forget_process(struct symbolizer *s, uint32_t pid)
 	bool found;
 	size_t i = proc_index(s, pid, &found);
 
+	refresh_cancel(s, pid);
 	if (!found)
 		return;
 	if (s->last == s->procs[i])
@@ -244,6 +248,9 @@ void symbolizer_info(const struct symbolizer *s, struct symbolizer_info *ret)
 		.elf_files = s->cache.n_files,
 		.elf_failed = s->elf_failed,
 		.perfmap_rejected = s->perfmap_rejected,
+		.refreshes = s->refreshes,
+		.refresh_abandoned = s->refresh_abandoned,
+		.refresh_rejected = s->refresh_rejected,
 		.bytes = s->kernel.n * sizeof(*s->kernel.syms) + s->kernel.names_len,
 	};
 
