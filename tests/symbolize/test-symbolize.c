@@ -24,6 +24,9 @@
  *               (skipped when kptr_restrict hides the addresses);
  *   kernel-fake a made-up kallsyms and modules: aliases, symbol ends, module bounds, a reload
  *               when modules change, and addresses hidden by kptr_restrict, reported;
+ *   elf-caps    copies of the child that run as well but are not read: one whose header claims
+ *               more than 65536 sections (the count in section 0, the file long enough to
+ *               hold them), one larger than 4 GiB (sparse): module+offset, counted as failed;
  *   async       the refresh read on a worker (daemon/worker.c) and noted when it is dispatched:
  *               asked for again while on the worker, it runs once more; refused in a forked
  *               child; a file cached when it started and dropped before it is noted is read
@@ -31,6 +34,7 @@
  *               nothing is noted when it comes back;
  *   bench       (a meson benchmark) cold refresh and warm resolves per second.
  */
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -52,6 +56,7 @@
 #include <unistd.h>
 
 #include "../unit/check.h"
+#include "macro.h"
 #include "symbolize.h"
 #include "worker.h"
 
@@ -983,6 +988,76 @@ static int bench(void)
 	return check_summary();
 }
 
+/* A copy of the child, made by patch(fd, header); 0, 77 (not a 64-bit LSB ELF), or 1. */
+static int patched_copy(const char *path, int (*patch)(int fd, const unsigned char *h))
+{
+	unsigned char h[64];
+	int fd, r;
+
+	if (copy_file(child_exe, path) < 0)
+		return 1;
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0 || pread(fd, h, sizeof(h), 0) != sizeof(h))
+		return 1;
+	if (h[EI_CLASS] != ELFCLASS64 || h[EI_DATA] != ELFDATA2LSB) {
+		printf("SKIP: the child is not a 64-bit little-endian ELF\n");
+		close(fd);
+		return 77;
+	}
+	r = patch(fd, h);
+	close(fd);
+	return r < 0 ? 1 : 0;
+}
+
+/* e_shnum 0: the count is section 0's sh_size, one more than the cap */
+static int patch_sections(int fd, const unsigned char *h)
+{
+	uint64_t shoff, count = 65537;
+	uint16_t zero = 0;
+
+	memcpy(&shoff, h + 0x28, sizeof(shoff));
+	if (pwrite(fd, &zero, sizeof(zero), 0x3c) != sizeof(zero) ||
+	    pwrite(fd, &count, sizeof(count), shoff + 0x20) != sizeof(count))
+		return -1;
+	return ftruncate(fd, shoff + count * 64);
+}
+
+static int patch_size(int fd, const unsigned char *h)
+{
+	return ftruncate(fd, (4LL << 30) + 1);
+}
+
+static int test_elf_caps(void)
+{
+	static const char *const names[] = { "symchild-sections", "symchild-huge" };
+	int (*const patches[])(int, const unsigned char *) = { patch_sections, patch_size };
+
+	make_tmpdir();
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+		struct symbolizer_info info;
+		struct symbolizer *s;
+		char suffix[64];
+		struct child c;
+		int r = patched_copy(tmp_path(names[i]), patches[i]);
+
+		if (r)
+			return r;
+		s = new_symbolizer(NULL);
+		if (child_start(tmp_path(names[i]), false, &c) < 0)
+			return 1;
+		CHECK_EQ_INT(symbolizer_refresh_process(s, c.pid), 0);
+		snprintf(suffix, sizeof(suffix), "/%s", names[i]);
+		expect_unresolved(s, c.pid, c.main + 2, suffix);
+		expect_fn(s, c.pid, c.lib + 1, "hpsym_lib_target", 1, "/libhpsymtest.so");
+		symbolizer_info(s, &info);
+		CHECK(info.elf_failed >= 1);
+		child_stop(&c);
+		symbolizer_free(s);
+		unlink(tmp_path(names[i]));
+	}
+	return check_summary();
+}
+
 /* Dispatches w until nothing of pid's is on it; false after 10 s. */
 static bool settle(struct symbolizer *s, struct worker *w, uint32_t pid)
 {
@@ -1131,6 +1206,8 @@ int main(int argc, char **argv)
 		return test_kernel();
 	if (!strcmp(test, "kernel-fake"))
 		return test_kernel_fake();
+	if (!strcmp(test, "elf-caps"))
+		return test_elf_caps();
 	if (!strcmp(test, "async"))
 		return test_async();
 	if (!strcmp(test, "bench"))
