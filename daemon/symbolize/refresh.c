@@ -299,6 +299,7 @@ found:
 static void scan(struct refresh *rq)
 {
 	_cleanup_close_ int root_fd = -1;
+	const struct stat *prev_jit = NULL;
 	uint64_t t0 = now_mono_ns();
 	struct proc_info info;
 	size_t j = 0, looked = 0;
@@ -349,15 +350,12 @@ static void scan(struct refresh *rq)
 	rq->at = rq->n_maps;
 	if (stop || root_fd < 0)
 		return;
+	/* the version read last is of this process, not of one before it under this pid */
+	if (rq->prev_jit && rq->prev_start_time == rq->start_time && rq->prev_nspid == rq->nspid)
+		prev_jit = &rq->prev_jit_st;
 	/* a missing or unreadable perf map is no failure of the refresh */
 	snprintf(path, sizeof(path), "/tmp/perf-%u.map", rq->nspid);
-	r = perfmap_read_at(root_fd, path,
-			    rq->prev_jit && rq->prev_start_time == rq->start_time &&
-					    rq->prev_nspid == rq->nspid ?
-				    &rq->prev_jit_st :
-				    NULL,
-			    &rq->jit, &rq->jit_st);
-	rq->jit_read = r > 0;
+	rq->jit_read = perfmap_read_at(root_fd, path, prev_jit, &rq->jit, &rq->jit_st) > 0;
 	return;
 fail:
 	rq->err = r;
