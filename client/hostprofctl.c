@@ -286,6 +286,12 @@ static void print_status_json(const Hostprof__Status *st)
 	}
 	jsonw_end_array(j);
 	jsonw_uint_field(j, "triggers_dropped", st->triggers_dropped);
+	jsonw_name(j, "reads");
+	jsonw_begin_object(j);
+	jsonw_uint_field(j, "done", st->reads_done);
+	jsonw_uint_field(j, "abandoned", st->reads_abandoned);
+	jsonw_uint_field(j, "deferred", st->reads_deferred);
+	jsonw_end_object(j);
 	jsonw_name(j, "processes");
 	jsonw_begin_array(j);
 	for (size_t i = 0; i < st->n_processes; i++) {
@@ -334,6 +340,9 @@ static void print_status_text(const Hostprof__Status *st)
 	if (st->triggers_dropped)
 		printf("; %" PRIu64 " not taken (too many waiting)", st->triggers_dropped);
 	printf("%s\n", st->n_triggers ? "" : " (none)");
+	printf("reads:     %" PRIu64 " of watched processes' files, %" PRIu64 " abandoned (time budget), %" PRIu64
+	       " put off (queue full)\n",
+	       st->reads_done, st->reads_abandoned, st->reads_deferred);
 	if (!st->n_processes) {
 		printf("no watched processes\n");
 		return;

@@ -283,6 +283,7 @@ static void handle_status(struct client *cl, const Hostprof__Request *req, struc
 	Hostprof__TriggerStats trig_msgs[HOSTPROF_MAX_TRIGGERS], *trig_ptrs[HOSTPROF_MAX_TRIGGERS];
 	char intf[64], intf_missing[64];
 	unsigned missing = deps->facts.interference_missing;
+	struct watch_reads reads;
 	size_t n_globs;
 
 	if (!wp || !wpp) {
@@ -338,6 +339,11 @@ static void handle_status(struct client *cl, const Hostprof__Request *req, struc
 	st.n_drops = nd;
 	st.triggers = trig_ptrs;
 	st.n_triggers = nt;
+	watch_reads(deps->watch, &reads);
+	st.has_reads_done = st.has_reads_abandoned = st.has_reads_deferred = true;
+	st.reads_done = reads.done;
+	st.reads_abandoned = reads.abandoned;
+	st.reads_deferred = reads.deferred;
 	st.has_triggers_dropped = true;
 	st.triggers_dropped = triggers_dropped(deps->triggers);
 	st.has_memory_bytes = st.has_memory_limit = st.has_rss_bytes = true;

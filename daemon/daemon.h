@@ -21,12 +21,13 @@ struct daemon {
 	struct capture *capture;
 	struct recorder *recorder;
 	struct symbolizer *symbolizer;
+	struct worker *worker;
 	struct watch *watch;
 	struct snapsvc *snapsvc;
 	struct snapstore *snapstore;
 	struct triggers *triggers;
 	struct control *control;
-	struct io_source signal_src, timer_src, capture_src;
+	struct io_source signal_src, timer_src, capture_src, worker_src;
 	uint64_t ticks;
 	uint64_t watchdog_ticks;  /* ping systemd's watchdog every this many ticks; 0: off */
 	uint64_t record_deadline; /* --record: BOOTTIME when to stop; 0: not recording */

@@ -30,6 +30,7 @@
 #include "symbolize.h"
 #include "trigger.h"
 #include "watch.h"
+#include "worker.h"
 
 #define EXIT_CONFIG 2
 #define TICK_NS (100 * NSEC_PER_MSEC)
@@ -171,6 +172,16 @@ static int on_signal(struct io_source *src, uint32_t events)
 	return 0;
 }
 
+static int on_worker(struct io_source *src, uint32_t events)
+{
+	struct daemon *d = (struct daemon *)((char *)src - offsetof(struct daemon, worker_src));
+	int r = worker_dispatch(d->worker);
+
+	if (r < 0)
+		log_warning_errno(r, "Failed to take the worker's results: %m, ignoring");
+	return 0;
+}
+
 static void after_batch(void *ud)
 {
 	struct daemon *d = ud;
@@ -214,6 +225,12 @@ static int setup_sources(struct daemon *d)
 		return -errno;
 	d->timer_src.dispatch = on_timer;
 	r = loop_add(d->loop, &d->timer_src, EPOLLIN);
+	if (r < 0)
+		return r;
+
+	d->worker_src.fd = worker_fd(d->worker);
+	d->worker_src.dispatch = on_worker;
+	r = loop_add(d->loop, &d->worker_src, EPOLLIN);
 	if (r < 0)
 		return r;
 
@@ -295,12 +312,16 @@ static int make_modules(struct daemon *d)
 		/* load kallsyms now, once: snapshot jobs inherit it instead of reading it each */
 		(void)symbolizer_resolve(d->symbolizer, 0, 0xffffffff81000000ULL, true, &res);
 	}
+	/* files and memory of watched processes are read here, never in the loop */
+	d->worker = worker_new(64);
+	if (!d->worker)
+		return log_error_errno(-errno, "Failed to start the worker thread: %m"), EXIT_FAILURE;
 	d->snapstore = snapstore_new(s->snapshot_dir, s->max_snapshots, s->max_snapshot_mb << 20);
 	if (!d->snapstore)
 		return log_error_errno(-ENOMEM, "Out of memory"), EXIT_FAILURE;
 	if (load_capture(d) < 0)
 		return EXIT_CONFIG;
-	d->watch = watch_new(d->capture, d->recorder, d->symbolizer);
+	d->watch = watch_new(d->capture, d->recorder, d->symbolizer, d->worker);
 	d->snapsvc = snapsvc_new(d->loop, d->capture, d->recorder, d->symbolizer);
 	if (d->snapsvc)
 		d->triggers = triggers_new(d->recorder, d->snapsvc, d->snapstore);
@@ -400,6 +421,7 @@ int main(int argc, char **argv)
 	capture_free(d.capture); /* detaches every program */
 	recorder_free(d.recorder);
 	symbolizer_free(d.symbolizer);
+	worker_free(d.worker); /* after the symbolizer: refreshes still out are cancelled */
 	snapstore_free(d.snapstore);
 	loop_free(d.loop);
 	settings_free(&d.settings);

@@ -141,7 +141,7 @@ static int build(struct snapsvc *svc, const struct collected *col, uint8_t **ret
 
 	if (svc->symbolizer) {
 		/* mappings noted since the last tick: read them here, off the loop */
-		if (!req->p->exit_ns && req->p->maps_dirty)
+		if (!req->p->exit_ns && (req->p->maps_dirty || symbolizer_refresh_in_flight(svc->symbolizer, req->p->info.pid)))
 			(void)symbolizer_refresh_process(svc->symbolizer, req->p->info.pid);
 		ctx.resolve = resolve_frame;
 		ctx.resolve_ud = svc->symbolizer;

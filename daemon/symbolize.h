@@ -6,7 +6,7 @@
  * changes. User: per process, the executable mappings of /proc/PID/maps, each pointing at a
  * symbol table read once per ELF file (.symtab, else .dynsym; from separate debug info when
  * there is some) and shared by build-id; JIT code from /tmp/perf-PID.map. A process's
- * mappings are noted while it lives (symbolizer_refresh_process) and kept until
+ * mappings are noted while it lives (symbolizer_refresh_process{,_async}) and kept until
  * symbolizer_forget_process, so its frames resolve after it exits.
  *
  * Strings in a sym_result stay valid until symbolizer_free or symbolizer_forget_process of
@@ -21,8 +21,10 @@
 #include <stdint.h>
 
 struct symbolizer;
+struct worker;
 
 struct symbolizer *symbolizer_new(void); /* NULL + errno on failure */
+/* Refreshes still on a worker are dropped when it hands them back: free s before or after it. */
 void symbolizer_free(struct symbolizer *s);
 
 /*
@@ -31,8 +33,21 @@ void symbolizer_free(struct symbolizer *s);
  * exits. Mappings that are gone from maps are kept as history (addresses that no current
  * mapping covers still resolve through them). -ENOENT/-ESRCH: the process is gone, what was
  * noted before stays.
+ *
+ * This reads, in the calling thread, files the process controls: the event loop calls the
+ * _async one instead. Here: snapshot children, tests.
  */
 int symbolizer_refresh_process(struct symbolizer *s, uint32_t pid);
+/*
+ * The same, with the reads on w's thread (within a budget) and the result noted when
+ * worker_dispatch() hands it back. A refresh of pid already on the worker is made to run
+ * again after it instead (0). -EAGAIN: w's queue is full, ask again later; -ECHILD: called
+ * in a forked child (use symbolizer_refresh_process there); -ENOMEM. A refresh that ran out
+ * of its budget is dropped (refresh_abandoned), the file it hung in not opened again.
+ */
+int symbolizer_refresh_process_async(struct symbolizer *s, struct worker *w, uint32_t pid);
+/* A refresh of pid is on the worker: what it reads is not noted yet. */
+bool symbolizer_refresh_in_flight(const struct symbolizer *s, uint32_t pid);
 /* Drop what only pid needed (called when its history has aged out). */
 void symbolizer_forget_process(struct symbolizer *s, uint32_t pid);
 
@@ -67,6 +82,9 @@ struct symbolizer_info {
 	uint64_t processes, mappings, elf_files;
 	uint64_t elf_failed; /* files that could not be read or parsed */
 	uint64_t perfmap_rejected; /* perf map lines that did not parse */
+	uint64_t refreshes; /* noted */
+	uint64_t refresh_abandoned; /* async refreshes dropped: over budget, or the worker went */
+	uint64_t refresh_rejected; /* follow-up refreshes the worker's queue refused */
 	uint64_t bytes; /* heap held by symbol tables and maps */
 };
 void symbolizer_info(const struct symbolizer *s, struct symbolizer_info *ret);

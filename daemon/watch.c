@@ -14,16 +14,19 @@
 #include "procfs.h"
 #include "symbolize.h"
 #include "watch.h"
+#include "worker.h"
 
 struct watch {
 	struct capture *capture;
 	struct recorder *recorder;
 	struct symbolizer *symbolizer;
+	struct worker *worker;
+	uint64_t refresh_deferred;
 	char **globs;
 	size_t n_globs;
 };
 
-struct watch *watch_new(struct capture *c, struct recorder *rec, struct symbolizer *sym)
+struct watch *watch_new(struct capture *c, struct recorder *rec, struct symbolizer *sym, struct worker *worker)
 {
 	struct watch *w = calloc(1, sizeof(*w));
 
@@ -32,6 +35,7 @@ struct watch *watch_new(struct capture *c, struct recorder *rec, struct symboliz
 	w->capture = c;
 	w->recorder = rec;
 	w->symbolizer = sym;
+	w->worker = worker;
 	return w;
 }
 
@@ -235,7 +239,7 @@ static void check_cred(struct proc_rec *p)
 }
 
 /* Note the mappings of processes that execed or mapped code since the last tick, so
- * their frames resolve even after they exit. */
+ * their frames resolve even after they exit: read on the worker, applied when it is done. */
 static void refresh_maps(struct watch *w)
 {
 	for (size_t i = 0; i < recorder_count(w->recorder); i++) {
@@ -246,15 +250,30 @@ static void refresh_maps(struct watch *w)
 			continue;
 		capture_filter_touch(w->capture, p->info.pid);
 		check_cred(p);
-		if (!p->maps_dirty)
+		if (!p->maps_dirty || !w->symbolizer)
 			continue;
+		r = symbolizer_refresh_process_async(w->symbolizer, w->worker, p->info.pid);
+		if (r == -EAGAIN) {
+			w->refresh_deferred++; /* the queue is full: the next tick tries again */
+			continue;
+		}
 		p->maps_dirty = false;
-		if (!w->symbolizer)
-			continue;
-		r = symbolizer_refresh_process(w->symbolizer, p->info.pid);
 		if (r < 0 && r != -ENOENT && r != -ESRCH)
 			log_debug("Failed to read the mappings of pid %u: %s", p->info.pid, strerror(-r));
 	}
+}
+
+void watch_reads(const struct watch *w, struct watch_reads *ret)
+{
+	struct symbolizer_info si = {};
+
+	if (w->symbolizer)
+		symbolizer_info(w->symbolizer, &si);
+	*ret = (struct watch_reads){
+		.done = si.refreshes,
+		.abandoned = si.refresh_abandoned,
+		.deferred = w->refresh_deferred + si.refresh_rejected,
+	};
 }
 
 void watch_tick(struct watch *w, uint64_t now)

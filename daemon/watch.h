@@ -16,9 +16,11 @@
 struct capture;
 struct symbolizer;
 struct watch;
+struct worker;
 
-/* symbolizer may be NULL (stacks stay addresses). NULL + errno. */
-struct watch *watch_new(struct capture *c, struct recorder *rec, struct symbolizer *sym);
+/* symbolizer may be NULL (stacks stay addresses); the mappings of watched processes are
+ * read on worker, never in the loop. NULL + errno. */
+struct watch *watch_new(struct capture *c, struct recorder *rec, struct symbolizer *sym, struct worker *worker);
 void watch_free(struct watch *w);
 
 /* Start watching pid (reason HP_WATCH_*): -ENOENT if there is no such process. A pid
@@ -39,5 +41,12 @@ char *const *watch_globs(const struct watch *w, size_t *ret_n);
 /* Once a second: age the recorder, find processes that are gone, note the mappings of
  * processes that mapped code. */
 void watch_tick(struct watch *w, uint64_t now);
+/* Reads of watched processes' files (their mappings, ELF and debug files, perf maps) on
+ * the worker: done, abandoned past their time budget, put off because its queue was full
+ * (tried again at the next tick). */
+struct watch_reads {
+	uint64_t done, abandoned, deferred;
+};
+void watch_reads(const struct watch *w, struct watch_reads *ret);
 
 #endif

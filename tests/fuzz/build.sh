@@ -112,10 +112,10 @@ NINJA
 		echo "  extra = -fsanitize=fuzzer-no-link"
 		objs+=" obj/lib_$f.o"
 	done
-	for f in settings.c perfmap.c; do
-		echo "build obj/daemon_$f.o: cc \$top/daemon/$f $gen"
+	for f in settings.c symbolize/perfmap.c; do
+		echo "build obj/daemon_${f##*/}.o: cc \$top/daemon/$f $gen"
 		echo "  extra = -fsanitize=fuzzer-no-link"
-		objs+=" obj/daemon_$f.o"
+		objs+=" obj/daemon_${f##*/}.o"
 	done
 	for t in request hps config perfmap; do
 		echo "build obj/fuzz-$t.o: cc \$top/tests/fuzz/fuzz-$t.c $gen"

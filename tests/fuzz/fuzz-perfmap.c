@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * fuzz-perfmap: the bytes are a /tmp/perf-PID.map that a watched process wrote. They are
- * parsed with perfmap_parse() (daemon/perfmap.c) from a memory stream, and what it
+ * parsed with perfmap_parse() (daemon/symbolize/perfmap.c) from a memory stream, and what it
  * returns is checked against its header's promises: entries sorted by start, no
  * overlaps, no empty or oversized ranges, names inside the name buffer and
  * NUL-terminated, within the caps; perfmap_find() finds each entry by its first and last
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "perfmap.h"
+#include "symbolize/perfmap.h"
 
 #define CHECK(cond)                                                                           \
 	do {                                                                                  \

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * perfmap_parse (daemon/perfmap.c) on hostile input: bad lines are counted and skipped,
+ * perfmap_parse (daemon/symbolize/perfmap.c) on hostile input: bad lines are counted and skipped,
  * overlaps follow the documented rules, long lines are cut without being split, and the
  * entry and name caps bound what a map can make the daemon allocate:
  *
@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "../unit/check.h"
-#include "perfmap.h"
+#include "symbolize/perfmap.h"
 
 #define BOUND ((size_t)PERFMAP_ENTRIES_MAX * sizeof(struct perfmap_entry) + PERFMAP_NAMES_MAX)
 

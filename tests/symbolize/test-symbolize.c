@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Tests of daemon/symbolize.c against real processes and files. The first argument names
+ * Tests of daemon/symbolize/ against real processes and files. The first argument names
  * the test; the rest are the child (symchild, PIE, frame pointers), its shared library and
  * objcopy:
  *
@@ -24,14 +24,24 @@
  *               (skipped when kptr_restrict hides the addresses);
  *   kernel-fake a made-up kallsyms and modules: aliases, symbol ends, module bounds, a reload
  *               when modules change, and addresses hidden by kptr_restrict, reported;
+ *   elf-caps    copies of the child that run as well but are not read: one whose header claims
+ *               more than 65536 sections (the count in section 0, the file long enough to
+ *               hold them), one larger than 4 GiB (sparse): module+offset, counted as failed;
+ *   async       the refresh read on a worker (daemon/worker.c) and noted when it is dispatched:
+ *               asked for again while on the worker, it runs once more; refused in a forked
+ *               child; a file cached when it started and dropped before it is noted is read
+ *               by a second one; forgotten while on the worker, or the symbolizer freed,
+ *               nothing is noted when it comes back;
  *   bench       (a meson benchmark) cold refresh and warm resolves per second.
  */
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <inttypes.h>
 #include <libgen.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -46,7 +56,9 @@
 #include <unistd.h>
 
 #include "../unit/check.h"
+#include "macro.h"
 #include "symbolize.h"
+#include "worker.h"
 
 static const char *child_exe, *lib_path, *objcopy;
 static const char *child_libdir; /* LD_LIBRARY_PATH of children; the library's own dir unless set */
@@ -652,11 +664,18 @@ static int test_namespace(void)
 	char path[64], buf[64];
 	/* a private /tmp; if the child itself lives under /tmp (a checkout there), its
 	 * directory is bound back in through an fd of the old /tmp */
-	char *argv[] = { "/usr/bin/unshare", "-m", "-p", "-f", "--kill-child", "/bin/sh", "-c",
+	char *argv[] = { "/usr/bin/unshare",
+			 "-m",
+			 "-p",
+			 "-f",
+			 "--kill-child",
+			 "/bin/sh",
+			 "-c",
 			 "exec 4</tmp && mount -t tmpfs tmpfs /tmp && "
 			 "case \"$0\" in /tmp/*) d=${0%/*}; mkdir -p \"$d\" && "
 			 "mount -c --bind \"/proc/self/fd/4${d#/tmp}\" \"$d\" ;; esac && exec \"$0\" jit",
-			 (char *)child_exe, NULL };
+			 (char *)child_exe,
+			 NULL };
 	struct symbolizer *s;
 	struct sym_result r;
 	struct child c;
@@ -969,6 +988,192 @@ static int bench(void)
 	return check_summary();
 }
 
+/* A copy of the child, made by patch(fd, header); 0, 77 (not a 64-bit LSB ELF), or 1. */
+static int patched_copy(const char *path, int (*patch)(int fd, const unsigned char *h))
+{
+	unsigned char h[64];
+	int fd, r;
+
+	if (copy_file(child_exe, path) < 0)
+		return 1;
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0 || pread(fd, h, sizeof(h), 0) != sizeof(h))
+		return 1;
+	if (h[EI_CLASS] != ELFCLASS64 || h[EI_DATA] != ELFDATA2LSB) {
+		printf("SKIP: the child is not a 64-bit little-endian ELF\n");
+		close(fd);
+		return 77;
+	}
+	r = patch(fd, h);
+	close(fd);
+	return r < 0 ? 1 : 0;
+}
+
+/* e_shnum 0: the count is section 0's sh_size, one more than the cap */
+static int patch_sections(int fd, const unsigned char *h)
+{
+	uint64_t shoff, count = 65537;
+	uint16_t zero = 0;
+
+	memcpy(&shoff, h + 0x28, sizeof(shoff));
+	if (pwrite(fd, &zero, sizeof(zero), 0x3c) != sizeof(zero) ||
+	    pwrite(fd, &count, sizeof(count), shoff + 0x20) != sizeof(count))
+		return -1;
+	return ftruncate(fd, shoff + count * 64);
+}
+
+static int patch_size(int fd, const unsigned char *h)
+{
+	return ftruncate(fd, (4LL << 30) + 1);
+}
+
+static int test_elf_caps(void)
+{
+	static const char *const names[] = { "symchild-sections", "symchild-huge" };
+	int (*const patches[])(int, const unsigned char *) = { patch_sections, patch_size };
+
+	make_tmpdir();
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+		struct symbolizer_info info;
+		struct symbolizer *s;
+		char suffix[64];
+		struct child c;
+		int r = patched_copy(tmp_path(names[i]), patches[i]);
+
+		if (r)
+			return r;
+		s = new_symbolizer(NULL);
+		if (child_start(tmp_path(names[i]), false, &c) < 0)
+			return 1;
+		CHECK_EQ_INT(symbolizer_refresh_process(s, c.pid), 0);
+		snprintf(suffix, sizeof(suffix), "/%s", names[i]);
+		expect_unresolved(s, c.pid, c.main + 2, suffix);
+		expect_fn(s, c.pid, c.lib + 1, "hpsym_lib_target", 1, "/libhpsymtest.so");
+		symbolizer_info(s, &info);
+		CHECK(info.elf_failed >= 1);
+		child_stop(&c);
+		symbolizer_free(s);
+		unlink(tmp_path(names[i]));
+	}
+	return check_summary();
+}
+
+/* Dispatches w until nothing of pid's is on it; false after 10 s. */
+static bool settle(struct symbolizer *s, struct worker *w, uint32_t pid)
+{
+	for (int i = 0; i < 1000 && symbolizer_refresh_in_flight(s, pid); i++) {
+		struct pollfd pfd = { .fd = worker_fd(w), .events = POLLIN };
+
+		if (poll(&pfd, 1, 10) > 0)
+			CHECK(worker_dispatch(w) >= 0);
+	}
+	return !symbolizer_refresh_in_flight(s, pid);
+}
+
+/* Dispatches w until n items have been back; false after 10 s. */
+static bool drain(struct worker *w, uint64_t n)
+{
+	struct worker_stats st;
+
+	for (int i = 0; i < 1000; i++) {
+		struct pollfd pfd = { .fd = worker_fd(w), .events = POLLIN };
+
+		worker_stats(w, &st);
+		if (st.completed + st.abandoned >= n) {
+			CHECK(worker_dispatch(w) >= 0);
+			return true;
+		}
+		if (poll(&pfd, 1, 10) > 0)
+			CHECK(worker_dispatch(w) >= 0);
+	}
+	return false;
+}
+
+static int test_async(void)
+{
+	struct symbolizer *s = new_symbolizer(NULL);
+	struct worker *w = worker_new(8);
+	struct symbolizer_info info;
+	struct sym_result r;
+	struct child b, c;
+	int status;
+	pid_t pid;
+
+	if (!w) {
+		perror("worker_new");
+		return 1;
+	}
+	if (child_start(child_exe, false, &c) < 0)
+		return 1;
+
+	/* read on the worker, noted only when dispatched here */
+	CHECK_EQ_INT(symbolizer_refresh_process_async(s, w, c.pid), 0);
+	CHECK(symbolizer_refresh_in_flight(s, c.pid));
+	CHECK_EQ_INT(symbolizer_resolve(s, c.pid, c.main + 1, false, &r), 0);
+	CHECK(settle(s, w, c.pid));
+	expect_fn(s, c.pid, c.main + 1, "hpsym_main_target", 1, "/symchild");
+	expect_fn(s, c.pid, c.lib + 1, "hpsym_lib_target", 1, "/libhpsymtest.so");
+	symbolizer_info(s, &info);
+	CHECK_EQ_U64(info.refreshes, 1);
+	CHECK_EQ_U64(info.processes, 1);
+
+	/* asked for again while on the worker: once more after it, not twice */
+	CHECK_EQ_INT(symbolizer_refresh_process_async(s, w, c.pid), 0);
+	CHECK_EQ_INT(symbolizer_refresh_process_async(s, w, c.pid), 0);
+	CHECK_EQ_INT(symbolizer_refresh_process_async(s, w, c.pid), 0);
+	CHECK(settle(s, w, c.pid));
+	symbolizer_info(s, &info);
+	CHECK_EQ_U64(info.refreshes, 3);
+	CHECK_EQ_U64(info.refresh_abandoned + info.refresh_rejected, 0);
+	expect_fn(s, c.pid, c.lib + 1, "hpsym_lib_target", 1, "/libhpsymtest.so");
+
+	/* a forked child (a snapshot job) has no worker: it refreshes in its own thread */
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0)
+		_exit(symbolizer_refresh_process_async(s, w, c.pid) == -ECHILD &&
+				      symbolizer_refresh_process(s, c.pid) == 0 ?
+			      0 :
+			      1);
+	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+	CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status 0x%x", status);
+
+	/* forgotten while on the worker: what comes back is dropped */
+	CHECK_EQ_INT(symbolizer_refresh_process_async(s, w, c.pid), 0);
+	symbolizer_forget_process(s, c.pid);
+	CHECK(!symbolizer_refresh_in_flight(s, c.pid));
+	CHECK(drain(w, 4));
+	symbolizer_info(s, &info);
+	CHECK_EQ_U64(info.processes, 0);
+	CHECK_EQ_U64(info.refreshes, 3);
+	CHECK_EQ_INT(symbolizer_resolve(s, c.pid, c.main + 1, false, &r), 0);
+
+	/* files cached when the view was made (b's), gone when it is applied: read on a second go */
+	if (child_start(child_exe, false, &b) < 0)
+		return 1;
+	CHECK_EQ_INT(symbolizer_refresh_process(s, b.pid), 0);
+	symbolizer_info(s, &info);
+	CHECK_EQ_U64(info.refreshes, 4);
+	CHECK_EQ_INT(symbolizer_refresh_process_async(s, w, c.pid), 0);
+	symbolizer_forget_process(s, b.pid);
+	symbolizer_info(s, &info);
+	CHECK_EQ_U64(info.elf_files, 0);
+	CHECK(settle(s, w, c.pid));
+	symbolizer_info(s, &info);
+	CHECK_EQ_U64(info.refreshes, 6);
+	expect_fn(s, c.pid, c.main + 1, "hpsym_main_target", 1, "/symchild");
+	expect_fn(s, c.pid, c.lib + 1, "hpsym_lib_target", 1, "/libhpsymtest.so");
+
+	/* the symbolizer freed with a refresh on the worker, the worker after it */
+	CHECK_EQ_INT(symbolizer_refresh_process_async(s, w, c.pid), 0);
+	symbolizer_free(s);
+	CHECK(drain(w, 7));
+	worker_free(w);
+	child_stop(&b);
+	child_stop(&c);
+	return check_summary();
+}
+
 int main(int argc, char **argv)
 {
 	const char *test;
@@ -1001,6 +1206,10 @@ int main(int argc, char **argv)
 		return test_kernel();
 	if (!strcmp(test, "kernel-fake"))
 		return test_kernel_fake();
+	if (!strcmp(test, "elf-caps"))
+		return test_elf_caps();
+	if (!strcmp(test, "async"))
+		return test_async();
 	if (!strcmp(test, "bench"))
 		return bench();
 	fprintf(stderr, "unknown test %s\n", test);
