@@ -28,6 +28,7 @@
 
 #include "macro.h"
 #include "perfmap.h"
+#include "procfs.h"
 #include "symbolize.h"
 
 #define BUILD_ID_MAX 64 /* bytes; GNU ld writes 20 */
@@ -83,6 +84,12 @@ static inline uint64_t now_mono_ns(void)
 /* procfile.c */
 /* A regular file read-only (path resolved in dirfd's root when in_root); -EINVAL for anything else. */
 int open_regular_at(int dirfd, const char *path, bool in_root);
+/* A file the process itself made, for a reader that trusts nothing of it (perf maps): a
+ * regular file owned by one of owners, reached without any symlink inside root_fd, not on
+ * proc, sys, tracefs, debugfs or the like, at most max_bytes, opened non-blocking. -EPERM:
+ * another owner; -EFBIG: too large; -EINVAL: not a plain file. */
+int open_owned_file_at(int root_fd, const char *path, const uint32_t *owners, size_t n_owners, uint64_t max_bytes,
+		       struct stat *ret_st);
 bool same_root_as_daemon(int root_fd);
 
 /* ---- ELF files ---- */
@@ -278,7 +285,8 @@ const struct mapping *proc_find_mapping(const struct proc *p, uint64_t addr);
  * The perf map at path, in root_fd's root, parsed into *ret and its stat into *ret_st unless
  * it is the version prev describes (NULL: none). 1: read; 0: missing or unchanged; -errno.
  */
-int perfmap_read_at(int root_fd, const char *path, const struct stat *prev, struct perfmap *ret,
+int perfmap_read_at(int root_fd, const char *path, const struct proc_cred *cred, const struct stat *prev,
+		    struct perfmap *ret,
 		    struct stat *ret_st);
 /* Takes m as p's newest version, read from a file st describes; older ones go past the cap. */
 int proc_add_perfmap(struct symbolizer *s, struct proc *p, struct perfmap *m, const struct stat *st);

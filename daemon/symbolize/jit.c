@@ -21,19 +21,19 @@ static bool same_file(const struct stat *a, const struct stat *b)
 	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
 }
 
-int perfmap_read_at(int root_fd, const char *path, const struct stat *prev, struct perfmap *ret,
-		    struct stat *ret_st)
+int perfmap_read_at(int root_fd, const char *path, const struct proc_cred *cred, const struct stat *prev,
+		    struct perfmap *ret, struct stat *ret_st)
 {
+	/* the process wrote it: its real, effective or file-system uid owns it */
+	const uint32_t owners[] = { cred->uid, cred->euid, cred->fsuid };
 	_cleanup_close_ int fd = -1;
 	_cleanup_fclose_ FILE *f = NULL;
 	struct stat st;
 	int r;
 
-	fd = open_regular_at(root_fd, path, true);
+	fd = open_owned_file_at(root_fd, path, owners, ARRAY_SIZE(owners), PERFMAP_BYTES_MAX, &st);
 	if (fd < 0)
 		return fd == -ENOENT ? 0 : fd;
-	if (fstat(fd, &st) < 0)
-		return negative_errno();
 	if (prev && same_file(&st, prev))
 		return 0;
 	f = fdopen(fd, "re");
@@ -104,6 +104,6 @@ void proc_recheck_perfmap(struct symbolizer *s, struct proc *p)
 	snprintf(path, sizeof(path), "/proc/%u/root", p->pid);
 	root_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (root_fd >= 0 && p->perfmap_path &&
-	    perfmap_read_at(root_fd, p->perfmap_path, p->n_jit ? &p->jit_st : NULL, &m, &st) > 0)
+	    perfmap_read_at(root_fd, p->perfmap_path, &info.cred, p->n_jit ? &p->jit_st : NULL, &m, &st) > 0)
 		(void)proc_add_perfmap(s, p, &m, &st);
 }

@@ -75,6 +75,7 @@ struct refresh {
 	int err; /* < 0: nothing to apply (the process is gone, its maps unreadable) */
 	int map_err; /* a mapping left without its file for it (-ENOMEM) */
 	uint64_t start_time;
+	struct proc_cred cred;
 	uint32_t nspid;
 	struct mapping *maps; /* the executable mappings, sorted; no files yet */
 	struct scan_info *info; /* one for each of maps */
@@ -311,6 +312,7 @@ static void scan(struct refresh *rq)
 	if (r < 0)
 		goto fail;
 	rq->start_time = info.start_time;
+	rq->cred = info.cred;
 	rq->nspid = rq->pid;
 	r = read_nspid(rq->pid, &rq->nspid);
 	if (r < 0)
@@ -355,7 +357,7 @@ static void scan(struct refresh *rq)
 		prev_jit = &rq->prev_jit_st;
 	/* a missing or unreadable perf map is no failure of the refresh */
 	snprintf(path, sizeof(path), "/tmp/perf-%u.map", rq->nspid);
-	rq->jit_read = perfmap_read_at(root_fd, path, prev_jit, &rq->jit, &rq->jit_st) > 0;
+	rq->jit_read = perfmap_read_at(root_fd, path, &rq->cred, prev_jit, &rq->jit, &rq->jit_st) > 0;
 	return;
 fail:
 	rq->err = r;
