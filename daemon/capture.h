@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* Loading, attaching and draining the BPF programs (bpf/hostprof.bpf.c). */
+/* Loading, attaching and draining the BPF programs (bpf/, one object linked from a file per concern). */
 #ifndef HOSTPROF_CAPTURE_H
 #define HOSTPROF_CAPTURE_H
 
