@@ -231,12 +231,13 @@ int capture_set_watching(struct capture *c, bool on)
 	if (on == (c->sys_links[0] != NULL))
 		return 0;
 	if (!on) {
-		/* exit first: a thread inside a syscall then simply finds no entry */
+		/* enter first: no call starts to be timed, and one being timed may still end */
 		bpf_link__destroy(c->sys_links[0]);
 		bpf_link__destroy(c->sys_links[1]);
 		c->sys_links[0] = c->sys_links[1] = NULL;
 		return 0;
 	}
+	/* exit first: a call whose entry is seen has its exit seen */
 	c->sys_links[1] = bpf_program__attach(sys_prog(c, true));
 	if (!c->sys_links[1])
 		return -errno;
