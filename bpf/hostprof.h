@@ -40,6 +40,32 @@
 #define HP_EV_LOCK 16    /* struct hp_lock + kernel frames: a watched thread waited for a kernel lock */
 #define HP_EV_MAX 17
 
+/*
+ * Every record type once: X(type, struct, name, frames). `name` is a bare word: the
+ * daemon names each type's handlers after it (append_<name>, kind_<name>) and prints it
+ * ("switch"); `frames` is how many __u64 frames follow the struct, an expression of the
+ * record `e` (0: the record is exactly its struct). User space derives from this table
+ * the size check of every record it drains, its dispatch, and the names; a type added
+ * here and not handled there does not compile.
+ */
+#define HP_RECORDS(X)                                                      \
+	X(HP_EV_SWITCH, hp_switch, switch, 0)                              \
+	X(HP_EV_COMM, hp_comm, comm, 0)                                    \
+	X(HP_EV_WATCH, hp_comm, watch, 0)                                  \
+	X(HP_EV_FORK, hp_fork, fork, 0)                                    \
+	X(HP_EV_EXIT, hp_exit, exit, 0)                                    \
+	X(HP_EV_WAKE, hp_wake, wake, 0)                                    \
+	X(HP_EV_MIGRATE, hp_migrate, migrate, 0)                           \
+	X(HP_EV_SYSCALL, hp_syscall, syscall, 0)                           \
+	X(HP_EV_OFFCPU, hp_offcpu, offcpu, e->kstack_len + e->ustack_len)  \
+	X(HP_EV_SAMPLE, hp_sample, sample, e->kstack_len + e->ustack_len)  \
+	X(HP_EV_USTACK, hp_ustack, ustack, e->ustack_len)                  \
+	X(HP_EV_EXEC, hp_exec, exec, 0)                                    \
+	X(HP_EV_IRQ, hp_irq, irq, 0)                                       \
+	X(HP_EV_RECLAIM, hp_reclaim, reclaim, 0)                           \
+	X(HP_EV_FAULTS, hp_faults, faults, 0)                              \
+	X(HP_EV_LOCK, hp_lock, lock, e->kstack_len)
+
 /* Every record starts with this. */
 struct hp_hdr {
 	__u64 ts;   /* CLOCK_BOOTTIME, ns */

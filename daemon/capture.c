@@ -17,6 +17,7 @@
 #include "glob.h"
 #include "hostprof.skel.h"
 #include "macro.h"
+#include "records.h"
 
 struct capture {
 	struct hostprof_bpf *skel;
@@ -33,7 +34,7 @@ struct capture {
 	uint32_t sample_hz;
 	bool active;            /* some process is watched: the on-demand hooks are attached */
 	unsigned intf_wanted;   /* HP_INTF_*: --interference */
-	unsigned intf_attached; /* groups with at least one program attached */
+	unsigned intf_attached; /* groups captured: at least one program attached (faults needs none) */
 	unsigned intf_missing;  /* groups with a tracepoint this kernel lacks */
 	struct bpf_link *intf_links[];
 };
@@ -59,60 +60,17 @@ static const struct intf_tp {
 	{ "contention_end", HP_INTF_LOCKS },
 };
 
-/* The size of each record type; records with frames are at least this long. */
-static const uint16_t record_size[HP_EV_MAX] = {
-	[HP_EV_SWITCH] = sizeof(struct hp_switch),   [HP_EV_COMM] = sizeof(struct hp_comm),
-	[HP_EV_WATCH] = sizeof(struct hp_comm),      [HP_EV_FORK] = sizeof(struct hp_fork),
-	[HP_EV_EXIT] = sizeof(struct hp_exit),       [HP_EV_WAKE] = sizeof(struct hp_wake),
-	[HP_EV_MIGRATE] = sizeof(struct hp_migrate), [HP_EV_SYSCALL] = sizeof(struct hp_syscall),
-	[HP_EV_OFFCPU] = sizeof(struct hp_offcpu),   [HP_EV_SAMPLE] = sizeof(struct hp_sample),
-	[HP_EV_USTACK] = sizeof(struct hp_ustack),   [HP_EV_EXEC] = sizeof(struct hp_exec),
-	[HP_EV_IRQ] = sizeof(struct hp_irq),         [HP_EV_RECLAIM] = sizeof(struct hp_reclaim),
-	[HP_EV_FAULTS] = sizeof(struct hp_faults),   [HP_EV_LOCK] = sizeof(struct hp_lock),
-};
-
-/* Frames a record says it carries must fit in it. */
-static bool frames_fit(const struct hp_hdr *hdr, size_t size)
-{
-	size_t base = record_size[hdr->type], frames;
-
-	switch (hdr->type) {
-	case HP_EV_OFFCPU: {
-		const struct hp_offcpu *e = (const void *)hdr;
-
-		frames = e->kstack_len + e->ustack_len;
-		break;
-	}
-	case HP_EV_SAMPLE: {
-		const struct hp_sample *e = (const void *)hdr;
-
-		frames = e->kstack_len + e->ustack_len;
-		break;
-	}
-	case HP_EV_USTACK:
-		frames = ((const struct hp_ustack *)hdr)->ustack_len;
-		break;
-	case HP_EV_LOCK:
-		frames = ((const struct hp_lock *)hdr)->kstack_len;
-		break;
-	default:
-		return size == base;
-	}
-	return size == base + frames * sizeof(uint64_t);
-}
-
-static int on_sample(void *ctx, void *data, size_t size)
+/* The ring buffers' callback. The kernel is trusted, but a record that does not parse
+ * (record_check) is counted in bad_records, not passed on. */
+static int on_record(void *ctx, void *data, size_t size)
 {
 	struct capture *c = ctx;
-	const struct hp_hdr *hdr = data;
 
-	/* The kernel is trusted, but a record we cannot parse is counted, not used. */
-	if (size < sizeof(*hdr) || hdr->size != size || hdr->type == 0 || hdr->type >= HP_EV_MAX ||
-	    size < record_size[hdr->type] || !frames_fit(hdr, size)) {
+	if (record_check(data, size) < 0) {
 		c->bad_records++;
 		return 0;
 	}
-	c->fn(c->ud, hdr);
+	c->fn(c->ud, data);
 	return 0;
 }
 
@@ -146,7 +104,11 @@ static const struct intf_tp *intf_tp_of(const char *prog_name)
 	return NULL;
 }
 
-/* Of each tp_btf_X / raw_tp_X pair keep the one this kernel should run. */
+/*
+ * Of each tp_btf_X / raw_tp_X pair keep the one this kernel should run; the hooks
+ * attached on demand (syscalls, --interference, the samples) are left to
+ * capture_set_watching and capture_set_sampling.
+ */
 static void choose_attach_kind(struct capture *c)
 {
 	struct btf *vmlinux = c->raw_tp ? NULL : btf__load_vmlinux_btf();
@@ -187,7 +149,6 @@ static struct bpf_program *intf_prog(struct capture *c, size_t i)
 	return bpf_object__find_program_by_name(c->skel->obj, name);
 }
 
-/* Attach the programs of the groups in mask, detach the others. */
 /*
  * The per-CPU irq state: which watched thread runs on each CPU is kept only while the irq
  * programs are attached, so before they are attached again it is cleared, not trusted
@@ -203,6 +164,7 @@ static void irq_state_clear(struct capture *c)
 		(void)bpf_map__update_elem(c->skel->maps.irq_state, &key, sizeof(key), zero, size, BPF_ANY);
 }
 
+/* Attach the programs of the groups in mask, detach the others. */
 static void intf_apply(struct capture *c, unsigned mask)
 {
 	unsigned attached = 0;
@@ -269,12 +231,13 @@ int capture_set_watching(struct capture *c, bool on)
 	if (on == (c->sys_links[0] != NULL))
 		return 0;
 	if (!on) {
-		/* exit first: a thread inside a syscall then simply finds no entry */
+		/* enter first: no call starts to be timed, and one being timed may still end */
 		bpf_link__destroy(c->sys_links[0]);
 		bpf_link__destroy(c->sys_links[1]);
 		c->sys_links[0] = c->sys_links[1] = NULL;
 		return 0;
 	}
+	/* exit first: a call whose entry is seen has its exit seen */
 	c->sys_links[1] = bpf_program__attach(sys_prog(c, true));
 	if (!c->sys_links[1])
 		return -errno;
@@ -440,9 +403,9 @@ static int create_rings(struct capture *c, uint32_t ring_bytes)
 			return -errno;
 		c->ring_fds[cpu] = fd;
 		if (c->rb) {
-			r = ring_buffer__add(c->rb, fd, on_sample, c);
+			r = ring_buffer__add(c->rb, fd, on_record, c);
 		} else {
-			c->rb = ring_buffer__new(fd, on_sample, c, NULL);
+			c->rb = ring_buffer__new(fd, on_record, c, NULL);
 			r = c->rb ? 0 : -errno;
 		}
 		if (r < 0)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* Loading, attaching and draining the BPF programs (bpf/hostprof.bpf.c). */
+/* Loading, attaching and draining the BPF programs (bpf/, one object linked from a file per concern). */
 #ifndef HOSTPROF_CAPTURE_H
 #define HOSTPROF_CAPTURE_H
 
@@ -17,7 +17,7 @@ struct capture_opts {
 	bool force_raw_tp; /* attach raw_tp even where tp_btf works */
 };
 
-/* Called for every record drained, with its exact size (>= sizeof(struct hp_hdr)). */
+/* Called for every record drained that parses (record_check): rec->size is its size. */
 typedef void (*capture_record_fn)(void *ud, const struct hp_hdr *rec);
 
 /* -ENOTSUP: no BTF; -EPERM: not privileged. */
@@ -34,9 +34,9 @@ int capture_unwatch(struct capture *c, uint32_t pid);
 /* Set pid's filter slot again (a slot cleared by an unwatch racing a fork in the kernel). */
 void capture_filter_touch(struct capture *c, uint32_t pid);
 int capture_set_globs(struct capture *c, char *const *globs, size_t n);
-/* Sums of the per-CPU stats map, indexed by HP_STAT_*. Records the daemon itself
- * refused as malformed are counted in *ret_bad. */
+/* Sums of the per-CPU stats map, indexed by HP_STAT_*. */
 int capture_stats(const struct capture *c, uint64_t ret[HP_STAT_MAX]);
+/* Records drained that did not parse, and were dropped. */
 uint64_t capture_bad_records(const struct capture *c);
 
 /* The hooks that matter only while some process is watched, attached (on) or detached:

@@ -2,8 +2,11 @@
 /*
  * The per-process flight recorder; see recorder.h.
  *
- * The drain path (recorder_append) does a hash lookup per watched side of a record and a
- * memcpy into the tail chunk; nothing is sorted or decoded until a snapshot asks.
+ * The drain path (recorder_append) checks the record's size against its type's, calls
+ * the type's handler, and that does a hash lookup per watched side of the record and a
+ * memcpy into the tail chunk; nothing is sorted or decoded until a snapshot asks. Only
+ * the first record of a process the kernel began to watch by itself (a fork, a
+ * --watch-thread name) reads /proc, for its metadata.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -14,15 +17,15 @@
 #include "syscall_names.h"
 #include "macro.h"
 #include "recorder.h"
+#include "records.h"
 
-/* Records are stored back to back in chunks: each size a multiple of 8 keeps them aligned. */
-_Static_assert(sizeof(struct hp_switch) % 8 == 0 && sizeof(struct hp_comm) % 8 == 0 &&
-		       sizeof(struct hp_fork) % 8 == 0 && sizeof(struct hp_exit) % 8 == 0 &&
-		       sizeof(struct hp_wake) % 8 == 0 && sizeof(struct hp_migrate) % 8 == 0 &&
-		       sizeof(struct hp_syscall) % 8 == 0 && sizeof(struct hp_offcpu) % 8 == 0 &&
-		       sizeof(struct hp_sample) % 8 == 0 && sizeof(struct hp_ustack) % 8 == 0 &&
-		       sizeof(struct hp_exec) % 8 == 0,
-	       "record sizes must be multiples of 8");
+/* Records are stored back to back in chunks: each size a multiple of 8 keeps them
+ * aligned (the frames that follow some are __u64), and the largest fits in a chunk. */
+#define X_ALIGNED(type, st, name, frames) \
+	_Static_assert(sizeof(struct st) % 8 == 0, "struct " #st ": not a multiple of 8 bytes");
+HP_RECORDS(X_ALIGNED)
+#undef X_ALIGNED
+_Static_assert(HP_MAX_RECORD <= RECORDER_CHUNK - sizeof(struct chunk), "a record must fit in a chunk");
 
 /* Open addressing, linear probing: live pid → proc_rec. Rebuilt on removal (rare). */
 struct pidmap {
@@ -39,6 +42,7 @@ struct recorder {
 	struct pidmap live;
 	uint64_t bytes;
 	uint64_t events;
+	uint64_t refused;
 };
 
 static size_t pidmap_slot(const struct pidmap *m, uint32_t pid)
@@ -298,7 +302,9 @@ static void drop_head(struct recorder *rec, struct proc_rec *p, bool for_space)
 	free(c);
 }
 
-/* Make room for one more chunk under both budgets, oldest data first. The host
+/* Make room for one more chunk of p: under the per-process budget its own oldest chunks
+ * go, then under the global one the chunks whose newest record is the oldest of all
+ * processes. Each record dropped is counted in its process's `evicted`. The host
  * recorder (--cpus) has its own budget, outside memory_bytes. */
 static void make_room(struct recorder *rec, struct proc_rec *p)
 {
@@ -381,131 +387,142 @@ static bool syscall_changes_maps(uint32_t nr)
 	return false;
 }
 
-/* The process a record of one of the simple kinds belongs to. */
-static uint32_t record_pid(const struct hp_hdr *hdr)
+/*
+ * The drain's dispatch: one handler per record type, append_<name> for each type of
+ * HP_RECORDS. Those of switches, names, forks, execs and syscalls do more than file the
+ * record with its process.
+ */
+static void append_switch(struct recorder *rec, const struct hp_hdr *hdr)
 {
-	switch (hdr->type) {
-	case HP_EV_WAKE:
-		return ((const struct hp_wake *)hdr)->pid;
-	case HP_EV_MIGRATE:
-		return ((const struct hp_migrate *)hdr)->pid;
-	case HP_EV_SYSCALL:
-		return ((const struct hp_syscall *)hdr)->pid;
-	case HP_EV_OFFCPU:
-		return ((const struct hp_offcpu *)hdr)->pid;
-	case HP_EV_SAMPLE:
-		return ((const struct hp_sample *)hdr)->pid;
-	case HP_EV_USTACK:
-		return ((const struct hp_ustack *)hdr)->pid;
-	case HP_EV_EXIT:
-		return ((const struct hp_exit *)hdr)->pid;
-	case HP_EV_EXEC:
-		return ((const struct hp_exec *)hdr)->pid;
-	case HP_EV_IRQ:
-		return ((const struct hp_irq *)hdr)->pid;
-	case HP_EV_RECLAIM:
-		return ((const struct hp_reclaim *)hdr)->pid;
-	case HP_EV_FAULTS:
-		return ((const struct hp_faults *)hdr)->pid;
-	case HP_EV_LOCK:
-		return ((const struct hp_lock *)hdr)->pid;
-	}
-	return 0;
-}
-
-void recorder_append(struct recorder *rec, const struct hp_hdr *hdr)
-{
+	const struct hp_switch *e = (const void *)hdr;
 	struct proc_rec *p;
 
-	rec->events++;
-	switch (hdr->type) {
-	case HP_EV_SWITCH: {
-		const struct hp_switch *e = (const void *)hdr;
-
-		if (!(e->flags & (HP_SW_PREV_WATCHED | HP_SW_NEXT_WATCHED))) {
-			/* who ran on the CPU where a watched thread waited: kept with its process */
-			if (e->flags & HP_SW_VICTIM_CPU) {
-				p = pidmap_get(&rec->live, e->victim_pid);
-				if (p)
-					append_to(rec, p, hdr);
-			}
-			/* --cpus: a switch on a recorded CPU between unwatched tasks */
-			if ((e->flags & HP_SW_HOST_CPU) && rec->host)
-				append_to(rec, rec->host, hdr);
-			break;
-		}
-		if (e->flags & HP_SW_PREV_WATCHED) {
-			p = live_or_new(rec, e->prev_pid, HP_WATCH_GLOB, 0, hdr->ts);
+	if (!(e->flags & (HP_SW_PREV_WATCHED | HP_SW_NEXT_WATCHED))) {
+		/* who ran on the CPU where a watched thread waited: kept with its process */
+		if (e->flags & HP_SW_VICTIM_CPU) {
+			p = pidmap_get(&rec->live, e->victim_pid);
 			if (p)
 				append_to(rec, p, hdr);
 		}
-		if ((e->flags & HP_SW_NEXT_WATCHED) && !((e->flags & HP_SW_PREV_WATCHED) && e->next_pid == e->prev_pid)) {
-			p = live_or_new(rec, e->next_pid, HP_WATCH_GLOB, 0, hdr->ts);
-			if (p)
-				append_to(rec, p, hdr);
-		}
-		break;
+		/* --cpus: a switch on a recorded CPU between unwatched tasks */
+		if ((e->flags & HP_SW_HOST_CPU) && rec->host)
+			append_to(rec, rec->host, hdr);
+		return;
 	}
-	case HP_EV_COMM:
-	case HP_EV_WATCH: {
-		const struct hp_comm *e = (const void *)hdr;
-
-		p = live_or_new(rec, e->pid, HP_WATCH_GLOB, 0, hdr->ts);
-		if (!p)
-			break;
-		set_thread_name(p, e->tid, e->comm);
-		append_to(rec, p, hdr);
-		break;
-	}
-	case HP_EV_FORK: {
-		const struct hp_fork *e = (const void *)hdr;
-
-		if (e->child_pid != e->parent_pid) {
-			p = live_or_new(rec, e->child_pid, HP_WATCH_CHILD, e->parent_pid, hdr->ts);
-			if (p)
-				set_thread_name(p, e->child_tid, e->comm);
-		}
-		p = live_or_new(rec, e->parent_pid, HP_WATCH_GLOB, 0, hdr->ts);
-		if (!p)
-			break;
-		if (e->child_pid == e->parent_pid)
-			set_thread_name(p, e->child_tid, e->comm);
-		append_to(rec, p, hdr);
-		break;
-	}
-	case HP_EV_EXEC: {
-		const struct hp_exec *e = (const void *)hdr;
-
-		p = pidmap_get(&rec->live, e->pid);
-		if (!p)
-			break;
-		set_thread_name(p, e->tid, e->comm);
-		memcpy(p->info.comm, e->comm, HP_COMM_LEN);
-		p->info.comm[HP_COMM_LEN - 1] = 0;
-		p->maps_dirty = true;
-		if (!p->exec_since_check_ns)
-			p->exec_since_check_ns = hdr->ts; /* credentials may have changed here */
-		append_to(rec, p, hdr);
-		break;
-	}
-	case HP_EV_SYSCALL: {
-		const struct hp_syscall *e = (const void *)hdr;
-
-		p = pidmap_get(&rec->live, e->pid);
-		if (!p)
-			break;
-		if (syscall_changes_maps(e->nr))
-			p->maps_dirty = true;
-		append_to(rec, p, hdr);
-		break;
-	}
-	default:
-		/* the process is watched already: no /proc reads on this path */
-		p = pidmap_get(&rec->live, record_pid(hdr));
+	if (e->flags & HP_SW_PREV_WATCHED) {
+		p = live_or_new(rec, e->prev_pid, HP_WATCH_GLOB, 0, hdr->ts);
 		if (p)
 			append_to(rec, p, hdr);
-		break;
 	}
+	if ((e->flags & HP_SW_NEXT_WATCHED) && !((e->flags & HP_SW_PREV_WATCHED) && e->next_pid == e->prev_pid)) {
+		p = live_or_new(rec, e->next_pid, HP_WATCH_GLOB, 0, hdr->ts);
+		if (p)
+			append_to(rec, p, hdr);
+	}
+}
+
+static void append_comm(struct recorder *rec, const struct hp_hdr *hdr)
+{
+	const struct hp_comm *e = (const void *)hdr;
+	struct proc_rec *p = live_or_new(rec, e->pid, HP_WATCH_GLOB, 0, hdr->ts);
+
+	if (!p)
+		return;
+	set_thread_name(p, e->tid, e->comm);
+	append_to(rec, p, hdr);
+}
+
+/* The rename that made a process watched: kept as a rename. */
+static void append_watch(struct recorder *rec, const struct hp_hdr *hdr)
+{
+	append_comm(rec, hdr);
+}
+
+static void append_fork(struct recorder *rec, const struct hp_hdr *hdr)
+{
+	const struct hp_fork *e = (const void *)hdr;
+	struct proc_rec *p;
+
+	if (e->child_pid != e->parent_pid) {
+		p = live_or_new(rec, e->child_pid, HP_WATCH_CHILD, e->parent_pid, hdr->ts);
+		if (p)
+			set_thread_name(p, e->child_tid, e->comm);
+	}
+	p = live_or_new(rec, e->parent_pid, HP_WATCH_GLOB, 0, hdr->ts);
+	if (!p)
+		return;
+	if (e->child_pid == e->parent_pid)
+		set_thread_name(p, e->child_tid, e->comm);
+	append_to(rec, p, hdr);
+}
+
+/* File a record with the live process pid, if it is one (no /proc reads here); that process. */
+static struct proc_rec *append_to_live(struct recorder *rec, uint32_t pid, const struct hp_hdr *hdr)
+{
+	struct proc_rec *p = pidmap_get(&rec->live, pid);
+
+	if (p)
+		append_to(rec, p, hdr);
+	return p;
+}
+
+static void append_exec(struct recorder *rec, const struct hp_hdr *hdr)
+{
+	const struct hp_exec *e = (const void *)hdr;
+	struct proc_rec *p = append_to_live(rec, e->pid, hdr);
+
+	if (!p)
+		return;
+	set_thread_name(p, e->tid, e->comm);
+	memcpy(p->info.comm, e->comm, HP_COMM_LEN);
+	p->info.comm[HP_COMM_LEN - 1] = 0;
+	p->maps_dirty = true;
+	if (!p->exec_since_check_ns)
+		p->exec_since_check_ns = hdr->ts; /* credentials may have changed here (watch.c) */
+}
+
+static void append_syscall(struct recorder *rec, const struct hp_hdr *hdr)
+{
+	const struct hp_syscall *e = (const void *)hdr;
+	struct proc_rec *p = append_to_live(rec, e->pid, hdr);
+
+	if (p && syscall_changes_maps(e->nr))
+		p->maps_dirty = true;
+}
+
+/* The other types go to the process in their `pid`. */
+#define APPEND_TO_LIVE(name, st)                                                  \
+	static void append_##name(struct recorder *rec, const struct hp_hdr *hdr) \
+	{                                                                         \
+		(void)append_to_live(rec, ((const struct st *)hdr)->pid, hdr);    \
+	}
+APPEND_TO_LIVE(exit, hp_exit)
+APPEND_TO_LIVE(wake, hp_wake)
+APPEND_TO_LIVE(migrate, hp_migrate)
+APPEND_TO_LIVE(offcpu, hp_offcpu)
+APPEND_TO_LIVE(sample, hp_sample)
+APPEND_TO_LIVE(ustack, hp_ustack)
+APPEND_TO_LIVE(irq, hp_irq)
+APPEND_TO_LIVE(reclaim, hp_reclaim)
+APPEND_TO_LIVE(faults, hp_faults)
+APPEND_TO_LIVE(lock, hp_lock)
+#undef APPEND_TO_LIVE
+
+static void (*const append_fn[HP_EV_MAX])(struct recorder *rec, const struct hp_hdr *hdr) = {
+#define X_APPEND(type, st, name, frames) [type] = append_##name,
+	HP_RECORDS(X_APPEND)
+#undef X_APPEND
+};
+
+int recorder_append(struct recorder *rec, const struct hp_hdr *hdr)
+{
+	if (record_check(hdr, hdr->size) < 0) {
+		rec->refused++;
+		return -EBADMSG;
+	}
+	rec->events++;
+	append_fn[hdr->type](rec, hdr);
+	return 0;
 }
 
 static bool proc_gone(const struct proc_rec *p)
@@ -570,6 +587,11 @@ uint64_t recorder_bytes(const struct recorder *rec)
 uint64_t recorder_events(const struct recorder *rec)
 {
 	return rec->events;
+}
+
+uint64_t recorder_refused(const struct recorder *rec)
+{
+	return rec->refused;
 }
 
 const struct recorder_limits *recorder_limits(const struct recorder *rec)

@@ -37,11 +37,11 @@ struct proc_rec {
 	uint32_t reason, parent; /* HP_WATCH_*, and the parent for HP_WATCH_CHILD */
 	char why[48];
 	uint64_t watch_ns; /* BOOTTIME when watching began */
-	uint64_t exit_ns;  /* BOOTTIME when it was found gone; 0 while alive */
+	uint64_t exit_ns;  /* BOOTTIME when it was found gone or stopped; 0 while watched */
 	struct chunk *head, *tail;
 	uint64_t bytes;   /* chunk memory */
 	uint64_t events;  /* records appended */
-	uint64_t evicted; /* records dropped for space (not age) */
+	uint64_t evicted; /* records dropped for space (budgets, no memory), not for age */
 	struct task_name *threads;
 	size_t n_threads, cap_threads;
 	bool maps_dirty; /* an exec or a mapping change since its maps were last read */
@@ -76,12 +76,18 @@ int recorder_watch(struct recorder *rec, uint32_t pid, uint32_t reason, uint32_t
 struct proc_rec *recorder_find(const struct recorder *rec, uint32_t pid);
 struct proc_rec *recorder_find_live(const struct recorder *rec, uint32_t pid);
 
-/* One record from the ring buffers. */
-void recorder_append(struct recorder *rec, const struct hp_hdr *hdr);
+/*
+ * One record from the ring buffers, hdr->size bytes, filed with the process(es) it
+ * belongs to. A record that does not parse (record_check) is refused and counted
+ * (recorder_refused): chunks are walked by hdr->size and decoded by snapshots, so only
+ * records that parse are kept. -EBADMSG when refused.
+ */
+int recorder_append(struct recorder *rec, const struct hp_hdr *hdr);
 
 /*
  * Once a second or so: age data out of the window, find processes that are gone (their
- * pid is free or now names another process), free exited ones with no data left.
+ * pid is free or now names another process), free the exited ones whose data has all
+ * aged out and whose exit is older than the window.
  * gone_fn is called for each process found gone, so the caller can stop watching it;
  * freed_fn when its history is gone too.
  */
@@ -92,8 +98,11 @@ void recorder_tick(struct recorder *rec, uint64_t now, void (*gone_fn)(void *ud,
 size_t recorder_count(const struct recorder *rec);
 struct proc_rec *recorder_at(const struct recorder *rec, size_t i);
 
+/* Chunk memory of the processes (the --cpus host recorder is not counted). */
 uint64_t recorder_bytes(const struct recorder *rec);
+/* Records appended, and refused. */
 uint64_t recorder_events(const struct recorder *rec);
+uint64_t recorder_refused(const struct recorder *rec);
 const struct recorder_limits *recorder_limits(const struct recorder *rec);
 
 /* Stop recording a live process; its history stays until it ages out. */

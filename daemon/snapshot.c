@@ -240,12 +240,33 @@ struct frame_key {
 	bool outside; /* not a key: the symbolizer found no executable mapping for it */
 };
 
+/*
+ * The snapshot's tables, in the order they are filled, which is the order in which their
+ * strings and stacks are interned. Each is filled from the records of one or more types
+ * (kinds[]), collected from the window and sorted by time.
+ */
+enum {
+	TBL_SWITCHES,
+	TBL_WAKEUPS,
+	TBL_MIGRATIONS,
+	TBL_SYSCALLS,
+	TBL_OFFCPU,
+	TBL_SAMPLES,
+	TBL_TASK_EVENTS,
+	TBL_IRQS,
+	TBL_RECLAIMS,
+	TBL_FAULTS,
+	TBL_LOCKS,
+	TBL_USTACKS, /* not a table: the user stacks that TBL_OFFCPU's rows join */
+	TBL_MAX
+};
+
 struct snap_build {
 	struct arena a;
 	const struct snapshot_ctx *ctx;
 	Hostprof__Snapshot snap;
 	struct strtab strs;
-	struct recvec sw, wk, mg, sc, off, smp, ust, te, irq, rcl, flt, lck;
+	struct recvec recs[TBL_MAX]; /* the records of each table */
 	/* stacks */
 	struct idxmap stack_map, frame_map, mapping_map;
 	Hostprof__Stack **stacks;
@@ -260,18 +281,8 @@ struct snap_build {
 
 static void snap_build_free(struct snap_build *b)
 {
-	free(b->sw.v);
-	free(b->wk.v);
-	free(b->mg.v);
-	free(b->sc.v);
-	free(b->off.v);
-	free(b->smp.v);
-	free(b->ust.v);
-	free(b->te.v);
-	free(b->irq.v);
-	free(b->rcl.v);
-	free(b->flt.v);
-	free(b->lck.v);
+	for (size_t i = 0; i < TBL_MAX; i++)
+		free(b->recs[i].v);
 	free(b->strs.strs);
 	free(b->strs.slots);
 	idxmap_free(&b->stack_map);
@@ -483,69 +494,13 @@ static int intern_stack(struct snap_build *b, const __u64 *addrs, size_t n, bool
 	return 0;
 }
 
-/* ---- collecting ---- */
+/* ---- the tables: one `new` per table, one `row` per record type ---- */
 
-static int collect_chunks(struct snap_build *b, const struct proc_rec *p, uint64_t from, uint64_t to, bool host)
-{
-	int r = 0;
-
-	for (const struct chunk *c = p->head; c; c = c->next) {
-		if (c->max_ts < from || c->min_ts > to)
-			continue;
-		for (uint32_t off = 0; off < c->used && r >= 0;) {
-			const struct hp_hdr *h = (const void *)(c->data + off);
-
-			off += h->size;
-			if (h->ts < from || h->ts > to)
-				continue;
-			switch (h->type) {
-			case HP_EV_SWITCH:
-				r = recvec_push(&b->sw, h);
-				break;
-			case HP_EV_WAKE:
-				r = host ? 0 : recvec_push(&b->wk, h);
-				break;
-			case HP_EV_MIGRATE:
-				r = recvec_push(&b->mg, h);
-				break;
-			case HP_EV_SYSCALL:
-				r = recvec_push(&b->sc, h);
-				break;
-			case HP_EV_OFFCPU:
-				r = recvec_push(&b->off, h);
-				break;
-			case HP_EV_SAMPLE:
-				r = recvec_push(&b->smp, h);
-				break;
-			case HP_EV_USTACK:
-				r = recvec_push(&b->ust, h);
-				break;
-			case HP_EV_FORK:
-			case HP_EV_EXIT:
-			case HP_EV_EXEC:
-			case HP_EV_COMM:
-			case HP_EV_WATCH:
-				r = recvec_push(&b->te, h);
-				break;
-			case HP_EV_IRQ:
-				r = host ? 0 : recvec_push(&b->irq, h);
-				break;
-			case HP_EV_RECLAIM:
-				r = host ? 0 : recvec_push(&b->rcl, h);
-				break;
-			case HP_EV_FAULTS:
-				r = host ? 0 : recvec_push(&b->flt, h);
-				break;
-			case HP_EV_LOCK:
-				r = host ? 0 : recvec_push(&b->lck, h);
-				break;
-			}
-		}
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
+/* The table of each record type, and how one of its records becomes row i of it. */
+struct snap_kind {
+	unsigned table; /* TBL_* */
+	int (*row)(struct snap_build *b, size_t i, const struct hp_hdr *h);
+};
 
 /* ts_delta of sorted records, chained from start */
 static void fill_deltas(uint64_t *delta, const struct recvec *rv, uint64_t start)
@@ -560,14 +515,12 @@ static void fill_deltas(uint64_t *delta, const struct recvec *rv, uint64_t start
 	}
 }
 
-static int fill_switches(struct snap_build *b, uint64_t start)
+static uint64_t *switches_new(struct snap_build *b, size_t n)
 {
 	Hostprof__SchedSwitchTable *t = arena_alloc(&b->a, sizeof(*t));
-	size_t n = b->sw.n;
-	int r;
 
 	if (!t)
-		return -ENOMEM;
+		return NULL;
 	hostprof__sched_switch_table__init(t);
 	COLUMN(&b->a, t, ts_delta, n);
 	COLUMN(&b->a, t, cpu, n);
@@ -584,42 +537,42 @@ static int fill_switches(struct snap_build *b, uint64_t start)
 	COLUMN(&b->a, t, next_policy, n);
 	COLUMN(&b->a, t, next_wait_ns, n);
 	COLUMN(&b->a, t, next_wait_kind, n);
-	if (b->a.err)
-		return b->a.err;
-	fill_deltas(t->ts_delta, &b->sw, start);
-	for (size_t i = 0; i < n; i++) {
-		const struct hp_switch *e = (const void *)b->sw.v[i];
-
-		t->cpu[i] = e->hdr.cpu;
-		t->prev_tid[i] = e->prev_tid;
-		t->prev_pid[i] = e->prev_pid;
-		t->prev_prio[i] = e->prev_prio;
-		t->prev_state[i] = e->prev_state;
-		t->next_tid[i] = e->next_tid;
-		t->next_pid[i] = e->next_pid;
-		t->next_prio[i] = e->next_prio;
-		t->prev_policy[i] = e->prev_policy;
-		t->next_policy[i] = e->next_policy;
-		t->next_wait_ns[i] = e->next_wait_ns;
-		t->next_wait_kind[i] = e->next_wait_kind;
-		r = strtab_intern(&b->strs, &b->a, e->prev_comm, &t->prev_comm[i]);
-		if (r >= 0)
-			r = strtab_intern(&b->strs, &b->a, e->next_comm, &t->next_comm[i]);
-		if (r < 0)
-			return r;
-	}
 	b->snap.switches = t;
-	return 0;
+	return t->ts_delta;
 }
 
-static int fill_wakeups(struct snap_build *b, uint64_t start)
+static int switch_row(struct snap_build *b, size_t i, const struct hp_hdr *h)
 {
-	Hostprof__WakeupTable *t = arena_alloc(&b->a, sizeof(*t));
-	size_t n = b->wk.n;
+	Hostprof__SchedSwitchTable *t = b->snap.switches;
+	const struct hp_switch *e = (const void *)h;
 	int r;
 
+	t->cpu[i] = e->hdr.cpu;
+	t->prev_tid[i] = e->prev_tid;
+	t->prev_pid[i] = e->prev_pid;
+	t->prev_prio[i] = e->prev_prio;
+	t->prev_state[i] = e->prev_state;
+	t->next_tid[i] = e->next_tid;
+	t->next_pid[i] = e->next_pid;
+	t->next_prio[i] = e->next_prio;
+	t->prev_policy[i] = e->prev_policy;
+	t->next_policy[i] = e->next_policy;
+	t->next_wait_ns[i] = e->next_wait_ns;
+	t->next_wait_kind[i] = e->next_wait_kind;
+	r = strtab_intern(&b->strs, &b->a, e->prev_comm, &t->prev_comm[i]);
+	if (r >= 0)
+		r = strtab_intern(&b->strs, &b->a, e->next_comm, &t->next_comm[i]);
+	return r;
+}
+
+static const struct snap_kind kind_switch = { TBL_SWITCHES, switch_row };
+
+static uint64_t *wakeups_new(struct snap_build *b, size_t n)
+{
+	Hostprof__WakeupTable *t = arena_alloc(&b->a, sizeof(*t));
+
 	if (!t)
-		return -ENOMEM;
+		return NULL;
 	hostprof__wakeup_table__init(t);
 	COLUMN(&b->a, t, ts_delta, n);
 	COLUMN(&b->a, t, cpu, n);
@@ -630,62 +583,63 @@ static int fill_wakeups(struct snap_build *b, uint64_t start)
 	COLUMN(&b->a, t, waker_pid, n);
 	COLUMN(&b->a, t, waker_comm, n);
 	COLUMN(&b->a, t, flags, n);
-	if (b->a.err)
-		return b->a.err;
-	fill_deltas(t->ts_delta, &b->wk, start);
-	for (size_t i = 0; i < n; i++) {
-		const struct hp_wake *e = (const void *)b->wk.v[i];
-
-		t->cpu[i] = e->hdr.cpu;
-		t->tid[i] = e->tid;
-		t->pid[i] = e->pid;
-		t->target_cpu[i] = e->target_cpu;
-		t->waker_tid[i] = e->waker_tid;
-		t->waker_pid[i] = e->waker_pid;
-		t->flags[i] = e->flags;
-		r = strtab_intern(&b->strs, &b->a, e->waker_comm, &t->waker_comm[i]);
-		if (r < 0)
-			return r;
-	}
 	b->snap.wakeups = t;
-	return 0;
+	return t->ts_delta;
 }
 
-static int fill_migrations(struct snap_build *b, uint64_t start)
+static int wake_row(struct snap_build *b, size_t i, const struct hp_hdr *h)
+{
+	Hostprof__WakeupTable *t = b->snap.wakeups;
+	const struct hp_wake *e = (const void *)h;
+
+	t->cpu[i] = e->hdr.cpu;
+	t->tid[i] = e->tid;
+	t->pid[i] = e->pid;
+	t->target_cpu[i] = e->target_cpu;
+	t->waker_tid[i] = e->waker_tid;
+	t->waker_pid[i] = e->waker_pid;
+	t->flags[i] = e->flags;
+	return strtab_intern(&b->strs, &b->a, e->waker_comm, &t->waker_comm[i]);
+}
+
+static const struct snap_kind kind_wake = { TBL_WAKEUPS, wake_row };
+
+static uint64_t *migrations_new(struct snap_build *b, size_t n)
 {
 	Hostprof__MigrationTable *t = arena_alloc(&b->a, sizeof(*t));
-	size_t n = b->mg.n;
 
 	if (!t)
-		return -ENOMEM;
+		return NULL;
 	hostprof__migration_table__init(t);
 	COLUMN(&b->a, t, ts_delta, n);
 	COLUMN(&b->a, t, tid, n);
 	COLUMN(&b->a, t, pid, n);
 	COLUMN(&b->a, t, from_cpu, n);
 	COLUMN(&b->a, t, to_cpu, n);
-	if (b->a.err)
-		return b->a.err;
-	fill_deltas(t->ts_delta, &b->mg, start);
-	for (size_t i = 0; i < n; i++) {
-		const struct hp_migrate *e = (const void *)b->mg.v[i];
-
-		t->tid[i] = e->tid;
-		t->pid[i] = e->pid;
-		t->from_cpu[i] = e->from_cpu;
-		t->to_cpu[i] = e->to_cpu;
-	}
 	b->snap.migrations = t;
+	return t->ts_delta;
+}
+
+static int migrate_row(struct snap_build *b, size_t i, const struct hp_hdr *h)
+{
+	Hostprof__MigrationTable *t = b->snap.migrations;
+	const struct hp_migrate *e = (const void *)h;
+
+	t->tid[i] = e->tid;
+	t->pid[i] = e->pid;
+	t->from_cpu[i] = e->from_cpu;
+	t->to_cpu[i] = e->to_cpu;
 	return 0;
 }
 
-static int fill_syscalls(struct snap_build *b, uint64_t start)
+static const struct snap_kind kind_migrate = { TBL_MIGRATIONS, migrate_row };
+
+static uint64_t *syscalls_new(struct snap_build *b, size_t n)
 {
 	Hostprof__SyscallTable *t = arena_alloc(&b->a, sizeof(*t));
-	size_t n = b->sc.n;
 
 	if (!t)
-		return -ENOMEM;
+		return NULL;
 	hostprof__syscall_table__init(t);
 	COLUMN(&b->a, t, ts_delta, n);
 	COLUMN(&b->a, t, dur_ns, n);
@@ -697,25 +651,28 @@ static int fill_syscalls(struct snap_build *b, uint64_t start)
 	COLUMN(&b->a, t, arg1, n);
 	COLUMN(&b->a, t, arg2, n);
 	COLUMN(&b->a, t, cpu, n);
-	if (b->a.err)
-		return b->a.err;
-	fill_deltas(t->ts_delta, &b->sc, start);
-	for (size_t i = 0; i < n; i++) {
-		const struct hp_syscall *e = (const void *)b->sc.v[i];
-
-		t->dur_ns[i] = e->dur_ns;
-		t->tid[i] = e->tid;
-		t->pid[i] = e->pid;
-		t->nr[i] = e->nr;
-		t->ret[i] = e->ret;
-		t->arg0[i] = e->args[0];
-		t->arg1[i] = e->args[1];
-		t->arg2[i] = e->args[2];
-		t->cpu[i] = e->hdr.cpu;
-	}
 	b->snap.syscalls = t;
+	return t->ts_delta;
+}
+
+static int syscall_row(struct snap_build *b, size_t i, const struct hp_hdr *h)
+{
+	Hostprof__SyscallTable *t = b->snap.syscalls;
+	const struct hp_syscall *e = (const void *)h;
+
+	t->dur_ns[i] = e->dur_ns;
+	t->tid[i] = e->tid;
+	t->pid[i] = e->pid;
+	t->nr[i] = e->nr;
+	t->ret[i] = e->ret;
+	t->arg0[i] = e->args[0];
+	t->arg1[i] = e->args[1];
+	t->arg2[i] = e->args[2];
+	t->cpu[i] = e->hdr.cpu;
 	return 0;
 }
+
+static const struct snap_kind kind_syscall = { TBL_SYSCALLS, syscall_row };
 
 static int cmp_ustack(const void *a, const void *b)
 {
@@ -729,11 +686,12 @@ static int cmp_ustack(const void *a, const void *b)
 
 static const struct hp_ustack *find_ustack(const struct snap_build *b, uint32_t tid, uint64_t off_ts)
 {
-	size_t lo = 0, hi = b->ust.n;
+	const struct recvec *ust = &b->recs[TBL_USTACKS];
+	size_t lo = 0, hi = ust->n;
 
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
-		const struct hp_ustack *u = (const void *)b->ust.v[mid];
+		const struct hp_ustack *u = (const void *)ust->v[mid];
 
 		if (u->tid < tid || (u->tid == tid && u->off_ts < off_ts))
 			lo = mid + 1;
@@ -745,14 +703,13 @@ static const struct hp_ustack *find_ustack(const struct snap_build *b, uint32_t 
 	return NULL;
 }
 
-static int fill_offcpu(struct snap_build *b, uint64_t start)
+static uint64_t *offcpu_new(struct snap_build *b, size_t n)
 {
 	Hostprof__OffCpuTable *t = arena_alloc(&b->a, sizeof(*t));
-	size_t n = b->off.n;
-	int r;
+	struct recvec *ust = &b->recs[TBL_USTACKS];
 
 	if (!t)
-		return -ENOMEM;
+		return NULL;
 	hostprof__off_cpu_table__init(t);
 	COLUMN(&b->a, t, ts_delta, n);
 	COLUMN(&b->a, t, dur_ns, n);
@@ -765,50 +722,51 @@ static int fill_offcpu(struct snap_build *b, uint64_t start)
 	COLUMN(&b->a, t, kstack, n);
 	COLUMN(&b->a, t, ustack, n);
 	COLUMN(&b->a, t, cpu, n);
-	if (b->a.err)
-		return b->a.err;
 	/* user stacks came separately, at the syscall's exit: join on (tid, off_ts) */
-	qsort_safe(b->ust.v, b->ust.n, sizeof(*b->ust.v), cmp_ustack);
-	fill_deltas(t->ts_delta, &b->off, start);
-	for (size_t i = 0; i < n; i++) {
-		const struct hp_offcpu *e = (const void *)b->off.v[i];
-		const struct hp_ustack *u = NULL;
-
-		t->dur_ns[i] = e->dur_ns;
-		t->tid[i] = e->tid;
-		t->pid[i] = e->pid;
-		t->state[i] = e->state;
-		t->waker_tid[i] = e->waker_tid;
-		t->waker_pid[i] = e->waker_pid;
-		t->cpu[i] = e->hdr.cpu;
-		r = strtab_intern(&b->strs, &b->a, e->waker_comm, &t->waker_comm[i]);
-		if (r < 0)
-			return r;
-		r = intern_stack(b, e->frames, e->kstack_len, false, e->pid, e->stack_flags & HP_STACK_KTRUNC,
-				 &t->kstack[i]);
-		if (r < 0)
-			return r;
-		if (e->stack_flags & HP_STACK_USTACK_LATER)
-			u = find_ustack(b, e->tid, e->hdr.ts);
-		if (u) {
-			r = intern_stack(b, u->frames, u->ustack_len, true, e->pid, u->stack_flags & HP_STACK_UTRUNC,
-					 &t->ustack[i]);
-			if (r < 0)
-				return r;
-		}
-	}
+	qsort_safe(ust->v, ust->n, sizeof(*ust->v), cmp_ustack);
 	b->snap.offcpu = t;
-	return 0;
+	return t->ts_delta;
 }
 
-static int fill_irqs(struct snap_build *b, uint64_t start)
+static int offcpu_row(struct snap_build *b, size_t i, const struct hp_hdr *h)
 {
-	Hostprof__IrqTable *t = arena_alloc(&b->a, sizeof(*t));
-	size_t n = b->irq.n;
+	Hostprof__OffCpuTable *t = b->snap.offcpu;
+	const struct hp_offcpu *e = (const void *)h;
+	const struct hp_ustack *u = NULL;
 	int r;
 
+	t->dur_ns[i] = e->dur_ns;
+	t->tid[i] = e->tid;
+	t->pid[i] = e->pid;
+	t->state[i] = e->state;
+	t->waker_tid[i] = e->waker_tid;
+	t->waker_pid[i] = e->waker_pid;
+	t->cpu[i] = e->hdr.cpu;
+	r = strtab_intern(&b->strs, &b->a, e->waker_comm, &t->waker_comm[i]);
+	if (r < 0)
+		return r;
+	r = intern_stack(b, e->frames, e->kstack_len, false, e->pid, e->stack_flags & HP_STACK_KTRUNC,
+			 &t->kstack[i]);
+	if (r < 0)
+		return r;
+	if (e->stack_flags & HP_STACK_USTACK_LATER)
+		u = find_ustack(b, e->tid, e->hdr.ts);
+	if (u)
+		r = intern_stack(b, u->frames, u->ustack_len, true, e->pid, u->stack_flags & HP_STACK_UTRUNC,
+				 &t->ustack[i]);
+	return r;
+}
+
+static const struct snap_kind kind_offcpu = { TBL_OFFCPU, offcpu_row };
+/* no rows of its own: joined into the off-CPU interval's (offcpu_row) */
+static const struct snap_kind kind_ustack = { TBL_USTACKS, NULL };
+
+static uint64_t *irqs_new(struct snap_build *b, size_t n)
+{
+	Hostprof__IrqTable *t = arena_alloc(&b->a, sizeof(*t));
+
 	if (!t)
-		return -ENOMEM;
+		return NULL;
 	hostprof__irq_table__init(t);
 	COLUMN(&b->a, t, ts_delta, n);
 	COLUMN(&b->a, t, dur_ns, n);
@@ -819,39 +777,38 @@ static int fill_irqs(struct snap_build *b, uint64_t start)
 	COLUMN(&b->a, t, tid, n);
 	COLUMN(&b->a, t, pid, n);
 	COLUMN(&b->a, t, flags, n);
-	if (b->a.err)
-		return b->a.err;
-	fill_deltas(t->ts_delta, &b->irq, start);
-	for (size_t i = 0; i < n; i++) {
-		const struct hp_irq *e = (const void *)b->irq.v[i];
-		char name[HP_COMM_LEN + 1];
-
-		t->dur_ns[i] = e->dur_ns;
-		t->cpu[i] = e->hdr.cpu;
-		t->kind[i] = e->kind;
-		t->num[i] = e->num;
-		t->tid[i] = e->tid;
-		t->pid[i] = e->pid;
-		t->flags[i] = e->flags;
-		if (e->kind == HP_IRQ_SOFT)
-			snprintf(name, sizeof(name), "%s", hps_softirq_name(e->num));
-		else
-			snprintf(name, sizeof(name), "%.*s", HP_COMM_LEN, e->name);
-		r = strtab_intern(&b->strs, &b->a, name, &t->name[i]);
-		if (r < 0)
-			return r;
-	}
 	b->snap.irqs = t;
-	return 0;
+	return t->ts_delta;
 }
 
-static int fill_reclaims(struct snap_build *b, uint64_t start)
+static int irq_row(struct snap_build *b, size_t i, const struct hp_hdr *h)
+{
+	Hostprof__IrqTable *t = b->snap.irqs;
+	const struct hp_irq *e = (const void *)h;
+	char name[HP_COMM_LEN + 1];
+
+	t->dur_ns[i] = e->dur_ns;
+	t->cpu[i] = e->hdr.cpu;
+	t->kind[i] = e->kind;
+	t->num[i] = e->num;
+	t->tid[i] = e->tid;
+	t->pid[i] = e->pid;
+	t->flags[i] = e->flags;
+	if (e->kind == HP_IRQ_SOFT)
+		snprintf(name, sizeof(name), "%s", hps_softirq_name(e->num));
+	else
+		snprintf(name, sizeof(name), "%.*s", HP_COMM_LEN, e->name);
+	return strtab_intern(&b->strs, &b->a, name, &t->name[i]);
+}
+
+static const struct snap_kind kind_irq = { TBL_IRQS, irq_row };
+
+static uint64_t *reclaims_new(struct snap_build *b, size_t n)
 {
 	Hostprof__ReclaimTable *t = arena_alloc(&b->a, sizeof(*t));
-	size_t n = b->rcl.n;
 
 	if (!t)
-		return -ENOMEM;
+		return NULL;
 	hostprof__reclaim_table__init(t);
 	COLUMN(&b->a, t, ts_delta, n);
 	COLUMN(&b->a, t, dur_ns, n);
@@ -862,32 +819,34 @@ static int fill_reclaims(struct snap_build *b, uint64_t start)
 	COLUMN(&b->a, t, gfp, n);
 	COLUMN(&b->a, t, result, n);
 	COLUMN(&b->a, t, cpu, n);
-	if (b->a.err)
-		return b->a.err;
-	fill_deltas(t->ts_delta, &b->rcl, start);
-	for (size_t i = 0; i < n; i++) {
-		const struct hp_reclaim *e = (const void *)b->rcl.v[i];
-
-		t->dur_ns[i] = e->dur_ns;
-		t->tid[i] = e->tid;
-		t->pid[i] = e->pid;
-		t->kind[i] = e->kind;
-		t->order[i] = e->order;
-		t->gfp[i] = e->gfp;
-		t->result[i] = e->result;
-		t->cpu[i] = e->hdr.cpu;
-	}
 	b->snap.reclaims = t;
+	return t->ts_delta;
+}
+
+static int reclaim_row(struct snap_build *b, size_t i, const struct hp_hdr *h)
+{
+	Hostprof__ReclaimTable *t = b->snap.reclaims;
+	const struct hp_reclaim *e = (const void *)h;
+
+	t->dur_ns[i] = e->dur_ns;
+	t->tid[i] = e->tid;
+	t->pid[i] = e->pid;
+	t->kind[i] = e->kind;
+	t->order[i] = e->order;
+	t->gfp[i] = e->gfp;
+	t->result[i] = e->result;
+	t->cpu[i] = e->hdr.cpu;
 	return 0;
 }
 
-static int fill_faults(struct snap_build *b, uint64_t start)
+static const struct snap_kind kind_reclaim = { TBL_RECLAIMS, reclaim_row };
+
+static uint64_t *faults_new(struct snap_build *b, size_t n)
 {
 	Hostprof__FaultTable *t = arena_alloc(&b->a, sizeof(*t));
-	size_t n = b->flt.n;
 
 	if (!t)
-		return -ENOMEM;
+		return NULL;
 	hostprof__fault_table__init(t);
 	COLUMN(&b->a, t, ts_delta, n);
 	COLUMN(&b->a, t, dur_ns, n);
@@ -899,25 +858,28 @@ static int fill_faults(struct snap_build *b, uint64_t start)
 	COLUMN(&b->a, t, prot, n);
 	COLUMN(&b->a, t, minor, n);
 	COLUMN(&b->a, t, major, n);
-	if (b->a.err)
-		return b->a.err;
-	fill_deltas(t->ts_delta, &b->flt, start);
-	for (size_t i = 0; i < n; i++) {
-		const struct hp_faults *e = (const void *)b->flt.v[i];
-
-		t->dur_ns[i] = e->dur_ns;
-		t->tid[i] = e->tid;
-		t->pid[i] = e->pid;
-		t->faults[i] = e->faults;
-		t->write[i] = e->write;
-		t->exec[i] = e->exec;
-		t->prot[i] = e->prot;
-		t->minor[i] = e->minor;
-		t->major[i] = e->major;
-	}
 	b->snap.faults = t;
+	return t->ts_delta;
+}
+
+static int faults_row(struct snap_build *b, size_t i, const struct hp_hdr *h)
+{
+	Hostprof__FaultTable *t = b->snap.faults;
+	const struct hp_faults *e = (const void *)h;
+
+	t->dur_ns[i] = e->dur_ns;
+	t->tid[i] = e->tid;
+	t->pid[i] = e->pid;
+	t->faults[i] = e->faults;
+	t->write[i] = e->write;
+	t->exec[i] = e->exec;
+	t->prot[i] = e->prot;
+	t->minor[i] = e->minor;
+	t->major[i] = e->major;
 	return 0;
 }
+
+static const struct snap_kind kind_faults = { TBL_FAULTS, faults_row };
 
 /*
  * A stack read inside a tracepoint program begins with the tracing machinery: the BPF
@@ -953,14 +915,12 @@ static size_t tracing_frames(const struct snap_build *b, const __u64 *addrs, siz
 	return skip == n ? 0 : skip;
 }
 
-static int fill_locks(struct snap_build *b, uint64_t start)
+static uint64_t *locks_new(struct snap_build *b, size_t n)
 {
 	Hostprof__LockTable *t = arena_alloc(&b->a, sizeof(*t));
-	size_t n = b->lck.n;
-	int r;
 
 	if (!t)
-		return -ENOMEM;
+		return NULL;
 	hostprof__lock_table__init(t);
 	COLUMN(&b->a, t, ts_delta, n);
 	COLUMN(&b->a, t, dur_ns, n);
@@ -972,44 +932,40 @@ static int fill_locks(struct snap_build *b, uint64_t start)
 	COLUMN(&b->a, t, kstack, n);
 	COLUMN(&b->a, t, cpu, n);
 	COLUMN(&b->a, t, name, n);
-	if (b->a.err)
-		return b->a.err;
-	fill_deltas(t->ts_delta, &b->lck, start);
-	for (size_t i = 0; i < n; i++) {
-		const struct hp_lock *e = (const void *)b->lck.v[i];
-
-		t->dur_ns[i] = e->dur_ns;
-		t->tid[i] = e->tid;
-		t->pid[i] = e->pid;
-		t->lock[i] = e->lock;
-		t->flags[i] = e->flags;
-		t->ret[i] = e->ret;
-		t->cpu[i] = e->hdr.cpu;
-		r = strtab_intern(&b->strs, &b->a, e->flags & HP_LOCK_MMAP ? "mmap_lock" : "", &t->name[i]);
-		if (r < 0)
-			return r;
-		t->kstack[i] = 0;
-		if (e->kstack_len) {
-			size_t skip = tracing_frames(b, e->frames, e->kstack_len, e->pid);
-
-			r = intern_stack(b, e->frames + skip, e->kstack_len - skip, false, e->pid,
-					 e->stack_flags & HP_STACK_KTRUNC, &t->kstack[i]);
-			if (r < 0)
-				return r;
-		}
-	}
 	b->snap.locks = t;
-	return 0;
+	return t->ts_delta;
 }
 
-static int fill_samples(struct snap_build *b, uint64_t start)
+static int lock_row(struct snap_build *b, size_t i, const struct hp_hdr *h)
 {
-	Hostprof__SampleTable *t = arena_alloc(&b->a, sizeof(*t));
-	size_t n = b->smp.n;
+	Hostprof__LockTable *t = b->snap.locks;
+	const struct hp_lock *e = (const void *)h;
+	size_t skip;
 	int r;
 
+	t->dur_ns[i] = e->dur_ns;
+	t->tid[i] = e->tid;
+	t->pid[i] = e->pid;
+	t->lock[i] = e->lock;
+	t->flags[i] = e->flags;
+	t->ret[i] = e->ret;
+	t->cpu[i] = e->hdr.cpu;
+	r = strtab_intern(&b->strs, &b->a, e->flags & HP_LOCK_MMAP ? "mmap_lock" : "", &t->name[i]);
+	if (r < 0 || !e->kstack_len)
+		return r;
+	skip = tracing_frames(b, e->frames, e->kstack_len, e->pid);
+	return intern_stack(b, e->frames + skip, e->kstack_len - skip, false, e->pid,
+			    e->stack_flags & HP_STACK_KTRUNC, &t->kstack[i]);
+}
+
+static const struct snap_kind kind_lock = { TBL_LOCKS, lock_row };
+
+static uint64_t *samples_new(struct snap_build *b, size_t n)
+{
+	Hostprof__SampleTable *t = arena_alloc(&b->a, sizeof(*t));
+
 	if (!t)
-		return -ENOMEM;
+		return NULL;
 	hostprof__sample_table__init(t);
 	COLUMN(&b->a, t, ts_delta, n);
 	COLUMN(&b->a, t, cpu, n);
@@ -1017,35 +973,36 @@ static int fill_samples(struct snap_build *b, uint64_t start)
 	COLUMN(&b->a, t, pid, n);
 	COLUMN(&b->a, t, kstack, n);
 	COLUMN(&b->a, t, ustack, n);
-	if (b->a.err)
-		return b->a.err;
-	fill_deltas(t->ts_delta, &b->smp, start);
-	for (size_t i = 0; i < n; i++) {
-		const struct hp_sample *e = (const void *)b->smp.v[i];
-
-		t->cpu[i] = e->hdr.cpu;
-		t->tid[i] = e->tid;
-		t->pid[i] = e->pid;
-		r = intern_stack(b, e->frames, e->kstack_len, false, e->pid, e->stack_flags & HP_STACK_KTRUNC,
-				 &t->kstack[i]);
-		if (r >= 0)
-			r = intern_stack(b, e->frames + e->kstack_len, e->ustack_len, true, e->pid,
-					 e->stack_flags & HP_STACK_UTRUNC, &t->ustack[i]);
-		if (r < 0)
-			return r;
-	}
 	b->snap.samples = t;
-	return 0;
+	return t->ts_delta;
 }
 
-static int fill_task_events(struct snap_build *b, uint64_t start)
+static int sample_row(struct snap_build *b, size_t i, const struct hp_hdr *h)
+{
+	Hostprof__SampleTable *t = b->snap.samples;
+	const struct hp_sample *e = (const void *)h;
+	int r;
+
+	t->cpu[i] = e->hdr.cpu;
+	t->tid[i] = e->tid;
+	t->pid[i] = e->pid;
+	r = intern_stack(b, e->frames, e->kstack_len, false, e->pid, e->stack_flags & HP_STACK_KTRUNC,
+			 &t->kstack[i]);
+	if (r >= 0)
+		r = intern_stack(b, e->frames + e->kstack_len, e->ustack_len, true, e->pid,
+				 e->stack_flags & HP_STACK_UTRUNC, &t->ustack[i]);
+	return r;
+}
+
+static const struct snap_kind kind_sample = { TBL_SAMPLES, sample_row };
+
+/* Forks, exits, execs and renames, one table; kind 1 fork, 2 exit, 3 exec, 4 rename. */
+static uint64_t *task_events_new(struct snap_build *b, size_t n)
 {
 	Hostprof__TaskEventTable *t = arena_alloc(&b->a, sizeof(*t));
-	size_t n = b->te.n;
-	int r = 0;
 
 	if (!t)
-		return -ENOMEM;
+		return NULL;
 	hostprof__task_event_table__init(t);
 	COLUMN(&b->a, t, ts_delta, n);
 	COLUMN(&b->a, t, kind, n);
@@ -1054,53 +1011,132 @@ static int fill_task_events(struct snap_build *b, uint64_t start)
 	COLUMN(&b->a, t, child_tid, n);
 	COLUMN(&b->a, t, child_pid, n);
 	COLUMN(&b->a, t, comm, n);
-	if (b->a.err)
-		return b->a.err;
-	fill_deltas(t->ts_delta, &b->te, start);
-	for (size_t i = 0; i < n && r >= 0; i++) {
-		const struct hp_hdr *h = b->te.v[i];
+	b->snap.task_events = t;
+	return t->ts_delta;
+}
 
-		switch (h->type) {
-		case HP_EV_FORK: {
-			const struct hp_fork *e = (const void *)h;
+/* Row i of the task events: its kind, the task, and the name it took (NULL: none). */
+static int task_event_row(struct snap_build *b, size_t i, uint32_t kind, uint32_t tid, uint32_t pid,
+			  const char *comm)
+{
+	Hostprof__TaskEventTable *t = b->snap.task_events;
 
-			t->kind[i] = 1;
-			t->tid[i] = e->parent_tid;
-			t->pid[i] = e->parent_pid;
-			t->child_tid[i] = e->child_tid;
-			t->child_pid[i] = e->child_pid;
-			r = strtab_intern(&b->strs, &b->a, e->comm, &t->comm[i]);
-			break;
-		}
-		case HP_EV_EXIT: {
-			const struct hp_exit *e = (const void *)h;
+	t->kind[i] = kind;
+	t->tid[i] = tid;
+	t->pid[i] = pid;
+	return comm ? strtab_intern(&b->strs, &b->a, comm, &t->comm[i]) : 0;
+}
 
-			t->kind[i] = 2;
-			t->tid[i] = e->tid;
-			t->pid[i] = e->pid;
-			break;
-		}
-		case HP_EV_EXEC: {
-			const struct hp_exec *e = (const void *)h;
+static int fork_row(struct snap_build *b, size_t i, const struct hp_hdr *h)
+{
+	const struct hp_fork *e = (const void *)h;
 
-			t->kind[i] = 3;
-			t->tid[i] = e->tid;
-			t->pid[i] = e->pid;
-			r = strtab_intern(&b->strs, &b->a, e->comm, &t->comm[i]);
-			break;
-		}
-		default: {
-			const struct hp_comm *e = (const void *)h;
+	b->snap.task_events->child_tid[i] = e->child_tid;
+	b->snap.task_events->child_pid[i] = e->child_pid;
+	return task_event_row(b, i, 1, e->parent_tid, e->parent_pid, e->comm);
+}
 
-			t->kind[i] = 4;
-			t->tid[i] = e->tid;
-			t->pid[i] = e->pid;
-			r = strtab_intern(&b->strs, &b->a, e->comm, &t->comm[i]);
-		}
+static int exit_row(struct snap_build *b, size_t i, const struct hp_hdr *h)
+{
+	const struct hp_exit *e = (const void *)h;
+
+	return task_event_row(b, i, 2, e->tid, e->pid, NULL);
+}
+
+static int exec_row(struct snap_build *b, size_t i, const struct hp_hdr *h)
+{
+	const struct hp_exec *e = (const void *)h;
+
+	return task_event_row(b, i, 3, e->tid, e->pid, e->comm);
+}
+
+static int comm_row(struct snap_build *b, size_t i, const struct hp_hdr *h)
+{
+	const struct hp_comm *e = (const void *)h;
+
+	return task_event_row(b, i, 4, e->tid, e->pid, e->comm);
+}
+
+static const struct snap_kind kind_fork = { TBL_TASK_EVENTS, fork_row };
+static const struct snap_kind kind_exit = { TBL_TASK_EVENTS, exit_row };
+static const struct snap_kind kind_exec = { TBL_TASK_EVENTS, exec_row };
+static const struct snap_kind kind_comm = { TBL_TASK_EVENTS, comm_row };
+/* the rename that made its process watched: a rename */
+static const struct snap_kind kind_watch = { TBL_TASK_EVENTS, comm_row };
+
+/* Every record type's kind_<name>: a type of HP_RECORDS without one does not compile. */
+static const struct snap_kind *const kinds[HP_EV_MAX] = {
+#define X_KIND(type, st, name, frames) [type] = &kind_##name,
+	HP_RECORDS(X_KIND)
+#undef X_KIND
+};
+
+/*
+ * The tables in TBL_* order. new: allocate the table for n rows, hang it on the snapshot,
+ * return its ts_delta column (NULL: not a table of its own). host: the --cpus host
+ * recorder's records go in too (it holds switches only).
+ */
+static const struct snap_table {
+	uint64_t *(*new)(struct snap_build *b, size_t n);
+	bool host;
+} tables[TBL_MAX] = {
+	[TBL_SWITCHES] = { switches_new, true },
+	[TBL_WAKEUPS] = { wakeups_new, false },
+	[TBL_MIGRATIONS] = { migrations_new, false },
+	[TBL_SYSCALLS] = { syscalls_new, false },
+	[TBL_OFFCPU] = { offcpu_new, false },
+	[TBL_SAMPLES] = { samples_new, false },
+	[TBL_TASK_EVENTS] = { task_events_new, false },
+	[TBL_IRQS] = { irqs_new, false },
+	[TBL_RECLAIMS] = { reclaims_new, false },
+	[TBL_FAULTS] = { faults_new, false },
+	[TBL_LOCKS] = { locks_new, false },
+	[TBL_USTACKS] = { NULL, false },
+};
+
+/* ---- collecting ---- */
+
+/* The records of the window, by table; the recorder keeps only records that parse. */
+static int collect_chunks(struct snap_build *b, const struct proc_rec *p, uint64_t from, uint64_t to, bool host)
+{
+	for (const struct chunk *c = p->head; c; c = c->next) {
+		if (c->max_ts < from || c->min_ts > to)
+			continue;
+		for (uint32_t off = 0; off < c->used;) {
+			const struct hp_hdr *h = (const void *)(c->data + off);
+			unsigned table = kinds[h->type]->table;
+			int r;
+
+			off += h->size;
+			if (h->ts < from || h->ts > to || (host && !tables[table].host))
+				continue;
+			r = recvec_push(&b->recs[table], h);
+			if (r < 0)
+				return r;
 		}
 	}
-	b->snap.task_events = t;
-	return r;
+	return 0;
+}
+
+/* One table: its rows, in the order of its records (sorted by time). */
+static int fill_table(struct snap_build *b, unsigned table, uint64_t start)
+{
+	const struct recvec *rv = &b->recs[table];
+	uint64_t *delta;
+	int r;
+
+	if (!tables[table].new)
+		return 0;
+	delta = tables[table].new(b, rv->n);
+	if (b->a.err)
+		return b->a.err;
+	fill_deltas(delta, rv, start);
+	for (size_t i = 0; i < rv->n; i++) {
+		r = kinds[rv->v[i]->type]->row(b, i, rv->v[i]);
+		if (r < 0)
+			return r;
+	}
+	return 0;
 }
 
 static int fill_histograms(struct snap_build *b)
@@ -1187,7 +1223,7 @@ static void add_thread(Hostprof__Thread *buf, struct tidset *set, size_t *nt, ui
 static int fill_threads(struct snap_build *b, const struct proc_rec *p)
 {
 	const Hostprof__SchedSwitchTable *sw = b->snap.switches;
-	size_t n = b->sw.n, cap = p->n_threads + MIN(2 * n, (size_t)65536), nt = 0;
+	size_t n = b->recs[TBL_SWITCHES].n, cap = p->n_threads + MIN(2 * n, (size_t)65536), nt = 0;
 	struct tidset set = {};
 	Hostprof__Thread *buf, **ptrs;
 
@@ -1366,47 +1402,20 @@ int snapshot_build(const struct proc_rec *p, const struct snapshot_ctx *ctx, uin
 		r = collect_chunks(&b, ctx->host, start, end, true);
 	if (r < 0)
 		goto out;
-	recvec_sort(&b.sw);
-	recvec_sort(&b.wk);
-	recvec_sort(&b.mg);
-	recvec_sort(&b.sc);
-	recvec_sort(&b.off);
-	recvec_sort(&b.smp);
-	recvec_sort(&b.te);
-	recvec_sort(&b.irq);
-	recvec_sort(&b.rcl);
-	recvec_sort(&b.flt);
-	recvec_sort(&b.lck);
+	for (size_t i = 0; i < TBL_MAX; i++)
+		if (tables[i].new)
+			recvec_sort(&b.recs[i]);
 	/* all the history kept: the window opens at the oldest record */
 	if (!ctx->window_ns || !start) {
 		start = p->watch_ns;
-		if (b.sw.n)
-			start = MIN(start, b.sw.v[0]->ts);
+		if (b.recs[TBL_SWITCHES].n)
+			start = MIN(start, b.recs[TBL_SWITCHES].v[0]->ts);
 		if (p->head)
 			start = MIN(start, p->head->min_ts);
 	}
 
-	r = fill_switches(&b, start);
-	if (r >= 0)
-		r = fill_wakeups(&b, start);
-	if (r >= 0)
-		r = fill_migrations(&b, start);
-	if (r >= 0)
-		r = fill_syscalls(&b, start);
-	if (r >= 0)
-		r = fill_offcpu(&b, start);
-	if (r >= 0)
-		r = fill_samples(&b, start);
-	if (r >= 0)
-		r = fill_task_events(&b, start);
-	if (r >= 0)
-		r = fill_irqs(&b, start);
-	if (r >= 0)
-		r = fill_reclaims(&b, start);
-	if (r >= 0)
-		r = fill_faults(&b, start);
-	if (r >= 0)
-		r = fill_locks(&b, start);
+	for (unsigned i = 0; i < TBL_MAX && r >= 0; i++)
+		r = fill_table(&b, i, start);
 	if (r >= 0)
 		r = fill_histograms(&b);
 	if (r >= 0)
@@ -1458,9 +1467,12 @@ int snapshot_build(const struct proc_rec *p, const struct snapshot_ctx *ctx, uin
 		goto out;
 	}
 	r = hps_pack(&b.snap, ret_data, ret_len);
-	if (r >= 0 && ret_events)
-		*ret_events = b.sw.n + b.wk.n + b.mg.n + b.sc.n + b.off.n + b.smp.n + b.te.n + b.irq.n + b.rcl.n +
-			      b.flt.n + b.lck.n;
+	if (r >= 0 && ret_events) {
+		*ret_events = 0;
+		for (size_t i = 0; i < TBL_MAX; i++)
+			if (tables[i].new)
+				*ret_events += b.recs[i].n;
+	}
 out:
 	snap_build_free(&b);
 	return r;

@@ -1,0 +1,361 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The scheduler's view of watched processes, always attached (tp_btf, or raw_tp where
+ * the kernel has no BTF for the tracepoint). Collects:
+ *  - every context switch in which a watched task goes out or in, with the task on the
+ *    other side (so the preemptor of a watched thread is named), and for the task going
+ *    in, how long it waited on the runqueue since its wakeup or its preemption;
+ *  - while a watched thread waits preempted on a CPU's runqueue, every switch on that
+ *    CPU, for its process: the tasks that ran there while it waited are named. With the
+ *    --cpus mask, every switch on those CPUs;
+ *  - off-CPU intervals of at least offcpu_min_ns (blocked, not preempted), with state,
+ *    waker and the kernel stack, read as the thread runs again (stacks.bpf.h; tp_btf
+ *    only);
+ *  - wakeups of watched tasks with the waker (the task running at sched_waking;
+ *    sched_wakeup may run on the target CPU, where it is not the waker), migrations;
+ *  - thread names (task_rename fires on prctl, pthread_setname_np and exec), forks,
+ *    execs and exits. A rename that matches a --watch-thread glob makes its process
+ *    watched; a fork of a watched process makes its child watched.
+ * The switch-outs and the exits of watched threads also send their page fault counts
+ * (faults.bpf.h, --interference faults), and the switches keep the watched thread
+ * running on each CPU for the irq programs (interference.bpf.c).
+ *
+ * Filters: sched_switch runs at every switch of the machine; for unwatched tasks it
+ * costs two watch_filter loads, the CPU's `victims` slot and the --cpus mask, and
+ * returns (~36 ns). The other hooks return after one watch_filter load.
+ *
+ * Cost per event (bench/results/latest.md): a recorded switch is one 96-byte reservation
+ * and two task-map lookups (~170 ns); an off-CPU interval over the threshold adds a
+ * kernel stack walk and a copy out of the scratch slot; a wakeup of a watched task
+ * ~140 ns. Renames, forks, execs and exits are rare.
+ */
+#include "hostprof.bpf.h"
+#include "faults.bpf.h"
+#include "glob.bpf.h"
+#include "stacks.bpf.h"
+
+static __always_inline bool cpu_recorded(__u32 cpu)
+{
+	if (!cpus_any || cpu >= HP_MAX_CPUS)
+		return false;
+	return cpus_mask[(cpu / 64) & (HP_MAX_CPUS / 64 - 1)] & (1ULL << (cpu % 64));
+}
+
+#define TASK_REPORT 0x7f
+#define TASK_IDLE_STATE 0x402 /* TASK_UNINTERRUPTIBLE | TASK_NOLOAD */
+
+/* The state the sched_switch tracepoint reports for prev, as `perf sched` prints it. */
+static __always_inline __u32 report_state(bool preempt, struct task_struct *prev, bool btf)
+{
+	__u32 state, report;
+
+	if (preempt)
+		return HP_STATE_PREEMPT;
+	state = task_state(prev, btf);
+	if (state == TASK_IDLE_STATE)
+		return HP_STATE_IDLE;
+	report = (state & TASK_REPORT) | TASK_READ(btf, prev, exit_state);
+	return report ? 1u << highest_bit(report) : HP_STATE_RUNNING;
+}
+
+static __always_inline int on_switch(bool preempt, struct task_struct *prev, struct task_struct *next, bool btf)
+{
+	__u32 prev_pid = TASK_READ(btf, prev, tgid), prev_tid = TASK_READ(btf, prev, pid);
+	__u32 next_pid = TASK_READ(btf, next, tgid), next_tid = TASK_READ(btf, next, pid);
+	__u32 cpu = bpf_get_smp_processor_id(), victim_pid = 0;
+	__u64 now, wait = 0;
+	__u32 wait_kind = 0, state;
+	struct hp_switch *e;
+	struct victim *v;
+	struct task *t;
+	__u16 flags = 0;
+	void *ring;
+
+	if (is_watched(prev_pid))
+		flags |= HP_SW_PREV_WATCHED;
+	if (is_watched(next_pid))
+		flags |= HP_SW_NEXT_WATCHED;
+	v = bpf_map_lookup_elem(&victims, &cpu);
+	if (!flags) {
+		if (v && v->waiting) {
+			flags |= HP_SW_VICTIM_CPU;
+			victim_pid = v->pid;
+		}
+		if (cpu_recorded(cpu))
+			flags |= HP_SW_HOST_CPU;
+		if (!flags)
+			return 0;
+	}
+
+	now = bpf_ktime_get_boot_ns();
+	state = report_state(preempt, prev, btf);
+	/* only the irq programs read it: not kept while they are not attached (it is right
+	 * again from the next watched switch on this CPU once they are) */
+	if ((flags & (HP_SW_PREV_WATCHED | HP_SW_NEXT_WATCHED)) && (intf_mask & HP_INTF_IRQ)) {
+		__u32 zero = 0;
+		struct irq_cpu *ic = bpf_map_lookup_elem(&irq_state, &zero);
+
+		if (ic) {
+			ic->run_tid = flags & HP_SW_NEXT_WATCHED ? next_tid : 0;
+			ic->run_pid = flags & HP_SW_NEXT_WATCHED ? next_pid : 0;
+		}
+	}
+	if (flags & HP_SW_PREV_WATCHED) {
+		t = task_get(prev_tid, true);
+		if (t && (intf_mask & HP_INTF_FAULTS))
+			faults_flush(prev, t, prev_tid, prev_pid, now, !HP_STATE_RUNNABLE(state), btf);
+		if (t) {
+			t->off_ts = now;
+			t->off_state = state;
+			t->off_cpu = cpu;
+			/* wake_ts is not cleared here but at the switch-in that uses it: a wakeup on
+			 * another CPU may race this switch-out, and must not be lost */
+			if (HP_STATE_RUNNABLE(state)) {
+				t->flags |= TASK_OFF_RUNNABLE;
+				/* it waits on this CPU's runqueue: record who runs here meanwhile */
+				if (v && !(t->flags & TASK_VICTIM)) {
+					__sync_fetch_and_add(&v->waiting, 1);
+					v->pid = prev_pid;
+					t->flags |= TASK_VICTIM;
+				}
+			} else {
+				t->flags &= ~TASK_OFF_RUNNABLE;
+			}
+		}
+	}
+	if (flags & HP_SW_NEXT_WATCHED) {
+		t = task_get(next_tid, false);
+		/* it waited on the CPU it was switched out on (if it migrated meanwhile, that
+		 * CPU's count is given back here all the same) */
+		if (t)
+			victim_done(t);
+		/* its fault counts start before its first fault: counters only it changes */
+		if (t && !t->flt_since && (intf_mask & HP_INTF_FAULTS))
+			faults_base(next, t, now, btf);
+		if (t) {
+			if (t->off_ts && (t->flags & TASK_OFF_RUNNABLE)) {
+				wait = now - t->off_ts;
+				wait_kind = HP_WAIT_PREEMPT;
+			} else {
+				/* a new thread has no off_ts: its wait is from sched_wakeup_new */
+				if (t->wake_ts && t->wake_ts <= now) {
+					wait = now - t->wake_ts;
+					wait_kind = HP_WAIT_WAKEUP;
+				}
+				if (t->off_ts && now - t->off_ts >= offcpu_min_ns)
+					emit_offcpu(next, t, next_tid, next_pid, now, btf);
+			}
+			t->off_ts = 0;
+			t->wake_ts = 0;
+			t->waker_tid = 0;
+			t->waker_pid = 0;
+		}
+	}
+
+	e = ring_reserve(&ring, sizeof(*e), HP_EV_SWITCH, now);
+	if (!e)
+		return 0;
+	e->prev_tid = prev_tid;
+	e->prev_pid = prev_pid;
+	e->next_tid = next_tid;
+	e->next_pid = next_pid;
+	e->prev_prio = TASK_READ(btf, prev, prio);
+	e->next_prio = TASK_READ(btf, next, prio);
+	e->prev_state = state;
+	e->prev_policy = TASK_READ(btf, prev, policy);
+	e->next_policy = TASK_READ(btf, next, policy);
+	e->flags = flags;
+	e->next_wait_ns = wait;
+	e->next_wait_kind = wait_kind;
+	e->victim_pid = victim_pid;
+	if (btf) {
+		__builtin_memcpy(e->prev_comm, prev->comm, HP_COMM_LEN);
+		__builtin_memcpy(e->next_comm, next->comm, HP_COMM_LEN);
+	} else {
+		BPF_CORE_READ_STR_INTO(&e->prev_comm, prev, comm);
+		BPF_CORE_READ_STR_INTO(&e->next_comm, next, comm);
+	}
+	ring_submit(ring, e);
+	return 0;
+}
+
+/* The waker is the task running now. */
+static __always_inline int on_waking(struct task_struct *p, __u32 wake_flags, bool btf)
+{
+	__u32 pid = TASK_READ(btf, p, tgid), tid = TASK_READ(btf, p, pid);
+	__u64 cur = bpf_get_current_pid_tgid(), now;
+	struct hp_wake *e;
+	struct task *t;
+	void *ring;
+
+	if (!is_watched(pid))
+		return 0;
+	now = bpf_ktime_get_boot_ns();
+	/* the thread's state first: a full ring loses the record, not the wait it starts */
+	t = task_get(tid, true);
+	if (t) {
+		t->wake_ts = now;
+		t->waker_tid = (__u32)cur;
+		t->waker_pid = cur >> 32;
+		bpf_get_current_comm(t->waker_comm, sizeof(t->waker_comm));
+	}
+	e = ring_reserve(&ring, sizeof(*e), HP_EV_WAKE, now);
+	if (!e)
+		return 0;
+	e->tid = tid;
+	e->pid = pid;
+	e->target_cpu = TASK_READ(btf, p, wake_cpu);
+	e->flags = wake_flags;
+	e->waker_tid = (__u32)cur;
+	e->waker_pid = cur >> 32;
+	bpf_get_current_comm(e->waker_comm, sizeof(e->waker_comm));
+	ring_submit(ring, e);
+	return 0;
+}
+
+static __always_inline int on_migrate(struct task_struct *p, __u32 dest_cpu)
+{
+	__u32 pid = BPF_CORE_READ(p, tgid);
+	struct hp_migrate *e;
+	void *ring;
+
+	if (!is_watched(pid))
+		return 0;
+	e = ring_reserve(&ring, sizeof(*e), HP_EV_MIGRATE, bpf_ktime_get_boot_ns());
+	if (!e)
+		return 0;
+	e->tid = BPF_CORE_READ(p, pid);
+	e->pid = pid;
+	e->from_cpu = task_cpu_of(p);
+	e->to_cpu = dest_cpu;
+	ring_submit(ring, e);
+	return 0;
+}
+
+static __always_inline void emit_comm(__u16 type, __u32 tid, __u32 pid, __u32 glob, const char *comm)
+{
+	struct hp_comm *e;
+	void *ring;
+
+	e = ring_reserve(&ring, sizeof(*e), type, bpf_ktime_get_boot_ns());
+	if (!e)
+		return;
+	e->tid = tid;
+	e->pid = pid;
+	e->glob = glob;
+	e->pad = 0;
+	__builtin_memcpy(e->comm, comm, HP_COMM_LEN);
+	ring_submit(ring, e);
+}
+
+static __always_inline int on_rename(struct task_struct *task, const char *newcomm)
+{
+	__u32 pid = BPF_CORE_READ(task, tgid), tid = BPF_CORE_READ(task, pid);
+	char comm[HP_COMM_LEN] = {};
+	__u32 n = nr_globs;
+
+	bpf_probe_read_kernel_str(comm, sizeof(comm), newcomm);
+	if (is_watched(pid)) {
+		emit_comm(HP_EV_COMM, tid, pid, 0, comm);
+		return 0;
+	}
+	for (__u32 i = 0; i < HP_MAX_GLOBS && i < n; i++) {
+		struct hp_watch w = { .reason = HP_WATCH_GLOB };
+
+		if (!glob_match(&globs[i], comm))
+			continue;
+		if (watch_add(pid, &w) && !is_watched(pid)) {
+			stat_inc(HP_STAT_MAP_FULL);
+			return 0;
+		}
+		emit_comm(HP_EV_WATCH, tid, pid, i, comm);
+		return 0;
+	}
+	return 0;
+}
+
+static __always_inline int on_fork(struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ppid = BPF_CORE_READ(parent, tgid);
+	__u32 cpid = BPF_CORE_READ(child, tgid);
+	struct hp_fork *e;
+	void *ring;
+
+	if (!is_watched(ppid))
+		return 0;
+	if (cpid != ppid) {
+		struct hp_watch w = { .reason = HP_WATCH_CHILD, .parent = ppid };
+
+		if (watch_add(cpid, &w) && !is_watched(cpid))
+			stat_inc(HP_STAT_MAP_FULL);
+	}
+	e = ring_reserve(&ring, sizeof(*e), HP_EV_FORK, bpf_ktime_get_boot_ns());
+	if (!e)
+		return 0;
+	e->parent_tid = BPF_CORE_READ(parent, pid);
+	e->parent_pid = ppid;
+	e->child_tid = BPF_CORE_READ(child, pid);
+	e->child_pid = cpid;
+	BPF_CORE_READ_STR_INTO(&e->comm, child, comm);
+	ring_submit(ring, e);
+	return 0;
+}
+
+static __always_inline int on_exec(struct task_struct *p, __u32 old_tid)
+{
+	__u32 pid = BPF_CORE_READ(p, tgid);
+	struct hp_exec *e;
+	void *ring;
+
+	if (!is_watched(pid))
+		return 0;
+	e = ring_reserve(&ring, sizeof(*e), HP_EV_EXEC, bpf_ktime_get_boot_ns());
+	if (!e)
+		return 0;
+	e->tid = BPF_CORE_READ(p, pid);
+	e->pid = pid;
+	e->old_tid = old_tid;
+	e->pad = 0;
+	BPF_CORE_READ_STR_INTO(&e->comm, p, comm);
+	ring_submit(ring, e);
+	return 0;
+}
+
+static __always_inline int on_exit(struct task_struct *task)
+{
+	__u32 pid = BPF_CORE_READ(task, tgid), tid = BPF_CORE_READ(task, pid);
+	struct hp_exit *e;
+	struct task *t;
+	void *ring;
+
+	if (!is_watched(pid))
+		return 0;
+	t = task_get(tid, false);
+	if (t) {
+		victim_done(t);
+		if (intf_mask & HP_INTF_FAULTS)
+			faults_flush(task, t, tid, pid, bpf_ktime_get_boot_ns(), true, false);
+	}
+	bpf_map_delete_elem(&tasks, &tid);
+	bpf_map_delete_elem(&waits, &tid);
+	e = ring_reserve(&ring, sizeof(*e), HP_EV_EXIT, bpf_ktime_get_boot_ns());
+	if (!e)
+		return 0;
+	e->tid = tid;
+	e->pid = pid;
+	e->exit_code = BPF_CORE_READ(task, exit_code);
+	e->pad = 0;
+	ring_submit(ring, e);
+	return 0;
+}
+
+/* The programs: tp_btf_<tracepoint> and raw_tp_<tracepoint> of each (HP_HOOK), always attached. */
+HP_HOOK(sched_switch, on_switch(preempt, prev, next, btf), bool preempt, struct task_struct *prev,
+	struct task_struct *next)
+HP_HOOK(sched_waking, on_waking(p, 0, btf), struct task_struct *p)
+HP_HOOK(sched_wakeup_new, on_waking(p, HP_WAKE_NEW, btf), struct task_struct *p)
+HP_HOOK(sched_migrate_task, on_migrate(p, dest_cpu), struct task_struct *p, int dest_cpu)
+HP_HOOK(task_rename, on_rename(task, comm), struct task_struct *task, const char *comm)
+HP_HOOK(sched_process_fork, on_fork(parent, child), struct task_struct *parent, struct task_struct *child)
+HP_HOOK(sched_process_exec, on_exec(p, old_pid), struct task_struct *p, pid_t old_pid)
+HP_HOOK(sched_process_exit, on_exit(task), struct task_struct *task)

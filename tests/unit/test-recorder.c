@@ -1,0 +1,571 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * daemon/recorder.c without BPF or root: records built here are appended as the drain
+ * would append them, and the recorder's time is the `now` the test passes.
+ *
+ * Checked: records filed with their process (and the processes a switch, a fork or a
+ * rename makes known), every type of HP_RECORDS accepted at its size and malformed
+ * records refused and counted, window ageing, the per-process and the global byte
+ * budgets evicting oldest first and counting what they drop, and a process that exited
+ * kept until its data ages out of the window.
+ *
+ * recorder_watch reads /proc/PID: the processes are this test and children that wait in
+ * pause() until they are killed.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "log.h"
+#include "macro.h"
+#include "recorder.h"
+#include "records.h"
+#include "syscall_names.h"
+
+#define SEC 1000000000ull
+#define CHUNK_DATA (RECORDER_CHUNK - sizeof(struct chunk))
+#define MIGRATES_PER_CHUNK (CHUNK_DATA / sizeof(struct hp_migrate))
+
+/* A record of any type, 8-byte aligned as the ring buffers deliver them. */
+union record {
+	struct hp_hdr hdr;
+	uint64_t words[HP_MAX_RECORD / 8 + 8];
+};
+
+static pid_t children[4];
+static size_t n_children;
+
+static const struct recorder_limits big = {
+	.window_ns = 10 * SEC,
+	.buffer_bytes = 64 * RECORDER_CHUNK,
+	.memory_bytes = 256 * RECORDER_CHUNK,
+	.host_bytes = 4 * RECORDER_CHUNK,
+};
+
+/* A child that waits until it is killed (or this test dies). */
+static pid_t spawn_child(void)
+{
+	pid_t pid = fork();
+
+	if (pid < 0) {
+		perror("test-recorder: fork");
+		exit(1);
+	}
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		for (;;)
+			pause();
+	}
+	children[n_children++] = pid;
+	return pid;
+}
+
+static void kill_child(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	(void)waitpid(pid, NULL, 0);
+	for (size_t i = 0; i < n_children; i++)
+		if (children[i] == pid)
+			children[i] = children[--n_children];
+}
+
+static void *rec_init(union record *r, uint16_t type, size_t size, uint64_t ts)
+{
+	memset(r, 0, sizeof(*r));
+	r->hdr.type = type;
+	r->hdr.size = size;
+	r->hdr.ts = ts;
+	return r;
+}
+
+static int append_migrate(struct recorder *rec, uint32_t pid, uint64_t ts)
+{
+	union record r;
+	struct hp_migrate *e = rec_init(&r, HP_EV_MIGRATE, sizeof(*e), ts);
+
+	e->tid = e->pid = pid;
+	e->to_cpu = 1;
+	return recorder_append(rec, &r.hdr);
+}
+
+/* Exactly one chunk of migrations for pid, all at ts + i ns. */
+static void fill_chunk(struct recorder *rec, uint32_t pid, uint64_t ts)
+{
+	for (size_t i = 0; i < MIGRATES_PER_CHUNK; i++)
+		append_migrate(rec, pid, ts + i);
+}
+
+static size_t chunks_of(const struct proc_rec *p)
+{
+	size_t n = 0;
+
+	for (const struct chunk *c = p->head; c; c = c->next)
+		n++;
+	return n;
+}
+
+static uint64_t records_of(const struct proc_rec *p)
+{
+	uint64_t n = 0;
+
+	for (const struct chunk *c = p->head; c; c = c->next)
+		n += c->nrec;
+	return n;
+}
+
+/* Every chunk is records back to back: their sizes add up to `used`. */
+static void check_chunks(const struct proc_rec *p)
+{
+	for (const struct chunk *c = p->head; c; c = c->next) {
+		uint32_t off = 0, n = 0;
+
+		while (off < c->used) {
+			const struct hp_hdr *h = (const void *)(c->data + off);
+
+			CHECKF(record_check(h, h->size) == 0, "a stored %s record does not parse",
+			       record_name(h->type));
+			if (!h->size)
+				break;
+			off += h->size;
+			n++;
+		}
+		CHECK_EQ_U64(off, c->used);
+		CHECK_EQ_U64(n, c->nrec);
+	}
+}
+
+static void test_append(void)
+{
+	struct recorder *rec = recorder_new(&big);
+	uint32_t self = getpid(), child = spawn_child(), child2 = spawn_child();
+	struct proc_rec *p, *q;
+	union record r;
+	int ret;
+
+	ret = recorder_watch(rec, self, HP_WATCH_PID, 0, 1 * SEC, &p);
+	CHECK_EQ_INT(ret, 0);
+	CHECK(p && p->info.pid == self);
+	CHECK_EQ_U64(recorder_count(rec), 1);
+	CHECK_EQ_U64(recorder_live_count(rec), 1);
+	ret = recorder_watch(rec, self, HP_WATCH_PID, 0, 2 * SEC, &q);
+	CHECK(ret == 0 && q == p); /* watched already: the same record */
+
+	/* a record of a watched process is filed with it, byte for byte */
+	{
+		struct hp_wake *e = rec_init(&r, HP_EV_WAKE, sizeof(*e), 2 * SEC);
+
+		e->tid = e->pid = self;
+		e->waker_tid = 77;
+		memcpy(e->waker_comm, "waker", 6);
+		CHECK_EQ_INT(recorder_append(rec, &r.hdr), 0);
+		CHECK_EQ_U64(p->events, 1);
+		CHECK(p->head && p->head->nrec == 1 && p->head->used == sizeof(*e));
+		CHECK(p->head && !memcmp(p->head->data, e, sizeof(*e)));
+		CHECK(p->head && p->head->min_ts == 2 * SEC && p->head->max_ts == 2 * SEC);
+	}
+	/* ... and one of a process not watched is counted, not kept */
+	CHECK_EQ_INT(append_migrate(rec, 0x3ffffff0, 3 * SEC), 0);
+	CHECK_EQ_U64(recorder_events(rec), 2);
+	CHECK_EQ_U64(p->events, 1);
+	CHECK_EQ_U64(recorder_count(rec), 1);
+
+	/* a rename names the thread */
+	{
+		struct hp_comm *e = rec_init(&r, HP_EV_COMM, sizeof(*e), 3 * SEC);
+
+		e->tid = self + 100000;
+		e->pid = self;
+		memcpy(e->comm, "renamed", 8);
+		CHECK_EQ_INT(recorder_append(rec, &r.hdr), 0);
+		CHECK_STR(proc_rec_thread_name(p, self + 100000), "renamed");
+	}
+	/* an exec renames the process, and its mappings are to be read again */
+	{
+		struct hp_exec *e = rec_init(&r, HP_EV_EXEC, sizeof(*e), 4 * SEC);
+
+		e->tid = e->pid = self;
+		memcpy(e->comm, "newimage", 9);
+		p->maps_dirty = false;
+		CHECK_EQ_INT(recorder_append(rec, &r.hdr), 0);
+		CHECK_STR(p->info.comm, "newimage");
+		CHECK(p->maps_dirty);
+	}
+	/* a syscall that maps memory makes the mappings stale, another does not */
+	{
+		struct hp_syscall *e = rec_init(&r, HP_EV_SYSCALL, sizeof(*e), 5 * SEC);
+		uint32_t mmap_nr = 0;
+
+		while (mmap_nr < syscall_names_len &&
+		       !(syscall_names[mmap_nr] && !strcmp(syscall_names[mmap_nr], "mmap")))
+			mmap_nr++;
+		CHECK(mmap_nr < syscall_names_len);
+		e->tid = e->pid = self;
+		e->nr = 0x7fff; /* no syscall */
+		p->maps_dirty = false;
+		CHECK_EQ_INT(recorder_append(rec, &r.hdr), 0);
+		CHECK(!p->maps_dirty);
+		e->nr = mmap_nr;
+		CHECK_EQ_INT(recorder_append(rec, &r.hdr), 0);
+		CHECK(p->maps_dirty);
+	}
+	/* a switch between two threads of one process is filed once */
+	{
+		struct hp_switch *e = rec_init(&r, HP_EV_SWITCH, sizeof(*e), 6 * SEC);
+		uint64_t before = p->events;
+
+		e->prev_tid = e->prev_pid = self;
+		e->next_tid = self + 1;
+		e->next_pid = self;
+		e->flags = HP_SW_PREV_WATCHED | HP_SW_NEXT_WATCHED;
+		CHECK_EQ_INT(recorder_append(rec, &r.hdr), 0);
+		CHECK_EQ_U64(p->events, before + 1);
+	}
+	/* a switch is the first the daemon hears of a process the kernel matched by name */
+	{
+		struct hp_switch *e = rec_init(&r, HP_EV_SWITCH, sizeof(*e), 7 * SEC);
+
+		e->prev_tid = e->prev_pid = child;
+		e->flags = HP_SW_PREV_WATCHED;
+		CHECK_EQ_INT(recorder_append(rec, &r.hdr), 0);
+		q = recorder_find_live(rec, child);
+		CHECK(q && q->reason == HP_WATCH_GLOB && q->events == 1 && q->watch_ns == 7 * SEC);
+		CHECK_EQ_U64(recorder_count(rec), 2);
+	}
+	/* a fork makes its child process watched, as the parent's child */
+	{
+		struct hp_fork *e = rec_init(&r, HP_EV_FORK, sizeof(*e), 8 * SEC);
+		uint64_t before = p->events;
+
+		e->parent_tid = e->parent_pid = self;
+		e->child_tid = e->child_pid = child2;
+		memcpy(e->comm, "forked", 7);
+		CHECK_EQ_INT(recorder_append(rec, &r.hdr), 0);
+		q = recorder_find_live(rec, child2);
+		CHECK(q && q->reason == HP_WATCH_CHILD && q->parent == self);
+		CHECK(q && q->events == 0); /* the record is the parent's */
+		CHECK_STR(q ? proc_rec_thread_name(q, child2) : NULL, "forked");
+		CHECK_EQ_U64(p->events, before + 1);
+	}
+	/* the host recorder (--cpus) keeps switches between unwatched tasks, outside the budget */
+	{
+		struct hp_switch *e = rec_init(&r, HP_EV_SWITCH, sizeof(*e), 9 * SEC);
+		uint64_t bytes = recorder_bytes(rec);
+
+		CHECK_EQ_INT(recorder_enable_host(rec, true), 0);
+		e->flags = HP_SW_HOST_CPU;
+		CHECK_EQ_INT(recorder_append(rec, &r.hdr), 0);
+		CHECK(recorder_host(rec) && recorder_host(rec)->events == 1);
+		CHECK_EQ_U64(recorder_bytes(rec), bytes);
+	}
+	CHECK_EQ_U64(recorder_refused(rec), 0);
+	check_chunks(p);
+	recorder_free(rec);
+	kill_child(child);
+	kill_child(child2);
+}
+
+/* A record of every type of HP_RECORDS at its smallest size is kept; sizes that lie are not. */
+static void test_sizes(void)
+{
+	static const struct {
+		uint16_t type;
+		size_t size;
+	} types[] = {
+#define X_TYPE(type, st, name, frames) { type, sizeof(struct st) },
+		HP_RECORDS(X_TYPE)
+#undef X_TYPE
+	};
+	struct recorder *rec = recorder_new(&big);
+	uint32_t self = getpid();
+	uint64_t events, mine = 0, refused = 0;
+	struct proc_rec *p;
+	union record r;
+
+	CHECK_EQ_INT(recorder_watch(rec, self, HP_WATCH_PID, 0, SEC, &p), 0);
+	CHECK_EQ_U64(ARRAY_SIZE(types), HP_EV_MAX - 1);
+	for (size_t i = 0; i < ARRAY_SIZE(types); i++) {
+		rec_init(&r, types[i].type, types[i].size, SEC + i);
+		CHECKF(recorder_append(rec, &r.hdr) == 0, "%s record of %zu bytes refused",
+		       record_name(types[i].type), types[i].size);
+		CHECKF(strcmp(record_name(types[i].type), "unknown"), "type %u has no name", types[i].type);
+		/* one word more or less is not that type */
+		rec_init(&r, types[i].type, types[i].size + 8, SEC);
+		CHECK_EQ_INT(recorder_append(rec, &r.hdr), -EBADMSG);
+		rec_init(&r, types[i].type, types[i].size - 8, SEC);
+		CHECK_EQ_INT(recorder_append(rec, &r.hdr), -EBADMSG);
+		refused += 2;
+	}
+	CHECK_EQ_U64(recorder_events(rec), HP_EV_MAX - 1);
+	events = recorder_events(rec);
+
+	/* no type, an unknown one */
+	CHECK_EQ_INT(recorder_append(rec, rec_init(&r, 0, sizeof(struct hp_exit), SEC)), -EBADMSG);
+	CHECK_EQ_INT(recorder_append(rec, rec_init(&r, HP_EV_MAX, sizeof(struct hp_exit), SEC)), -EBADMSG);
+	CHECK_EQ_INT(recorder_append(rec, rec_init(&r, 999, sizeof(struct hp_exit), SEC)), -EBADMSG);
+	/* a size of 0 would stop every walk of the chunk */
+	CHECK_EQ_INT(recorder_append(rec, rec_init(&r, HP_EV_EXIT, 0, SEC)), -EBADMSG);
+	refused += 4;
+	/* frames: exactly as many as the record says */
+	{
+		struct hp_sample *e = rec_init(&r, HP_EV_SAMPLE, sizeof(*e) + 5 * sizeof(__u64), SEC);
+
+		e->pid = self;
+		e->kstack_len = 3;
+		e->ustack_len = 2;
+		CHECK_EQ_INT(recorder_append(rec, &r.hdr), 0);
+		events++;
+		mine++;
+		e->ustack_len = 3; /* says 6 frames, holds 5 */
+		CHECK_EQ_INT(recorder_append(rec, &r.hdr), -EBADMSG);
+		e->ustack_len = 1; /* says 4 */
+		CHECK_EQ_INT(recorder_append(rec, &r.hdr), -EBADMSG);
+		refused += 2;
+	}
+	{
+		struct hp_lock *e = rec_init(&r, HP_EV_LOCK, sizeof(*e) + 2 * sizeof(__u64), SEC);
+
+		e->pid = self;
+		e->kstack_len = 2;
+		CHECK_EQ_INT(recorder_append(rec, &r.hdr), 0);
+		events++;
+		mine++;
+		/* consistent, but larger than any record the programs write */
+		e->kstack_len = 200;
+		e->hdr.size = sizeof(*e) + 200 * sizeof(__u64);
+		CHECK_EQ_INT(recorder_append(rec, &r.hdr), -EBADMSG);
+		refused++;
+	}
+	CHECK_EQ_U64(recorder_refused(rec), refused);
+	CHECK_EQ_U64(recorder_events(rec), events);
+	CHECK_EQ_U64(p->events, mine); /* the others, of pid 0, are of no watched process */
+	CHECK_EQ_U64(records_of(p), mine);
+	check_chunks(p);
+	recorder_free(rec);
+}
+
+static void test_window(void)
+{
+	struct recorder *rec = recorder_new(&big);
+	struct proc_rec *p;
+	uint32_t self = getpid();
+
+	CHECK_EQ_INT(recorder_watch(rec, self, HP_WATCH_PID, 0, SEC, &p), 0);
+	fill_chunk(rec, self, 1 * SEC);
+	fill_chunk(rec, self, 5 * SEC);
+	fill_chunk(rec, self, 20 * SEC);
+	CHECK_EQ_U64(chunks_of(p), 3);
+	CHECK_EQ_U64(recorder_bytes(rec), 3 * RECORDER_CHUNK);
+
+	/* the window is 10 s: at 14 s, the chunk of 1 s goes; at 25 s, the one of 5 s */
+	recorder_tick(rec, 14 * SEC, NULL, NULL, NULL);
+	CHECK_EQ_U64(chunks_of(p), 2);
+	CHECK(p->head && p->head->min_ts == 5 * SEC);
+	recorder_tick(rec, 25 * SEC, NULL, NULL, NULL);
+	CHECK_EQ_U64(chunks_of(p), 1);
+	CHECK(p->head && p->head->min_ts == 20 * SEC);
+	CHECK_EQ_U64(p->bytes, RECORDER_CHUNK);
+	CHECK_EQ_U64(recorder_bytes(rec), RECORDER_CHUNK);
+	/* what ages out is not evicted */
+	CHECK_EQ_U64(p->evicted, 0);
+	CHECK_EQ_U64(p->events, 3 * MIGRATES_PER_CHUNK);
+	/* a chunk goes only when its newest record is out of the window */
+	append_migrate(rec, self, 40 * SEC);
+	recorder_tick(rec, 45 * SEC, NULL, NULL, NULL);
+	CHECK_EQ_U64(chunks_of(p), 1);
+	recorder_tick(rec, 50 * SEC + 1, NULL, NULL, NULL);
+	CHECK_EQ_U64(chunks_of(p), 0);
+	CHECK_EQ_U64(recorder_bytes(rec), 0);
+	CHECK_EQ_U64(recorder_count(rec), 1); /* alive: kept without data */
+	recorder_free(rec);
+}
+
+static void test_process_budget(void)
+{
+	struct recorder_limits lim = big;
+	struct recorder *rec;
+	struct proc_rec *p;
+	uint32_t self = getpid();
+
+	lim.buffer_bytes = 2 * RECORDER_CHUNK;
+	rec = recorder_new(&lim);
+	CHECK_EQ_INT(recorder_watch(rec, self, HP_WATCH_PID, 0, SEC, &p), 0);
+	for (int k = 1; k <= 5; k++)
+		fill_chunk(rec, self, k * SEC);
+	/* the newest two chunks stay; the three oldest went, each record counted */
+	CHECK_EQ_U64(chunks_of(p), 2);
+	CHECK_EQ_U64(p->bytes, 2 * RECORDER_CHUNK);
+	CHECK_EQ_U64(recorder_bytes(rec), 2 * RECORDER_CHUNK);
+	CHECK(p->head && p->head->min_ts == 4 * SEC && p->tail->max_ts == 5 * SEC + MIGRATES_PER_CHUNK - 1);
+	CHECK_EQ_U64(p->evicted, 3 * MIGRATES_PER_CHUNK);
+	CHECK_EQ_U64(p->events, 5 * MIGRATES_PER_CHUNK);
+	CHECK_EQ_U64(records_of(p) + p->evicted, p->events);
+	/* one record more starts a chunk, and the oldest goes */
+	append_migrate(rec, self, 6 * SEC);
+	CHECK_EQ_U64(chunks_of(p), 2);
+	CHECK(p->head && p->head->min_ts == 5 * SEC);
+	CHECK_EQ_U64(p->evicted, 4 * MIGRATES_PER_CHUNK);
+	check_chunks(p);
+
+	/* a smaller budget by SIGHUP applies from the next chunk on */
+	lim.buffer_bytes = RECORDER_CHUNK;
+	recorder_set_limits(rec, &lim);
+	fill_chunk(rec, self, 7 * SEC);
+	CHECK_EQ_U64(chunks_of(p), 1);
+	CHECK_EQ_U64(records_of(p) + p->evicted, p->events);
+	recorder_free(rec);
+}
+
+static void test_global_budget(void)
+{
+	struct recorder_limits lim = big;
+	uint32_t a = getpid(), b = spawn_child();
+	struct proc_rec *pa, *pb;
+	struct recorder *rec;
+
+	lim.memory_bytes = 3 * RECORDER_CHUNK;
+	rec = recorder_new(&lim);
+	CHECK_EQ_INT(recorder_watch(rec, a, HP_WATCH_PID, 0, SEC, &pa), 0);
+	CHECK_EQ_INT(recorder_watch(rec, b, HP_WATCH_PID, 0, SEC, &pb), 0);
+	fill_chunk(rec, a, 1 * SEC);
+	fill_chunk(rec, a, 2 * SEC);
+	fill_chunk(rec, b, 3 * SEC);
+	CHECK_EQ_U64(recorder_bytes(rec), 3 * RECORDER_CHUNK);
+	CHECK_EQ_U64(pa->evicted + pb->evicted, 0);
+
+	/* full: the chunk whose newest record is the oldest of all goes, whoever needs room */
+	fill_chunk(rec, a, 4 * SEC); /* a's of 1 s */
+	CHECK_EQ_U64(pa->evicted, MIGRATES_PER_CHUNK);
+	CHECK(pa->head && pa->head->min_ts == 2 * SEC);
+	fill_chunk(rec, b, 5 * SEC); /* a's of 2 s, not b's own of 3 s */
+	CHECK_EQ_U64(pa->evicted, 2 * MIGRATES_PER_CHUNK);
+	CHECK_EQ_U64(pb->evicted, 0);
+	CHECK(pa->head && pa->head->min_ts == 4 * SEC);
+	fill_chunk(rec, a, 6 * SEC); /* b's of 3 s */
+	CHECK_EQ_U64(pb->evicted, MIGRATES_PER_CHUNK);
+	CHECK(pb->head && pb->head->min_ts == 5 * SEC);
+	CHECK_EQ_U64(chunks_of(pa), 2);
+	CHECK_EQ_U64(chunks_of(pb), 1);
+	CHECK_EQ_U64(recorder_bytes(rec), 3 * RECORDER_CHUNK);
+	CHECK_EQ_U64(pa->bytes + pb->bytes, recorder_bytes(rec));
+	CHECK_EQ_U64(records_of(pa) + pa->evicted, pa->events);
+	CHECK_EQ_U64(records_of(pb) + pb->evicted, pb->events);
+
+	/* the host recorder has a budget of its own, outside memory_bytes */
+	CHECK_EQ_INT(recorder_enable_host(rec, true), 0);
+	for (int k = 0; k < 6; k++) {
+		union record r;
+		struct hp_switch *e = rec_init(&r, HP_EV_SWITCH, sizeof(*e), (10 + k) * SEC);
+
+		e->flags = HP_SW_HOST_CPU;
+		for (size_t i = 0; i < CHUNK_DATA / sizeof(*e); i++) {
+			e->hdr.ts++;
+			recorder_append(rec, &r.hdr);
+		}
+	}
+	CHECK_EQ_U64(recorder_host(rec)->bytes, lim.host_bytes);
+	CHECK_EQ_U64(recorder_host(rec)->evicted, 2 * (CHUNK_DATA / sizeof(struct hp_switch)));
+	CHECK_EQ_U64(recorder_bytes(rec), 3 * RECORDER_CHUNK);
+	CHECK_EQ_U64(pa->evicted, 2 * MIGRATES_PER_CHUNK);
+	recorder_free(rec);
+	kill_child(b);
+}
+
+static unsigned gone_calls, freed_calls;
+static uint32_t freed_pid;
+
+static void on_gone(void *ud, struct proc_rec *p)
+{
+	gone_calls++;
+	CHECK(p == ud);
+}
+
+static void on_freed(void *ud, uint32_t pid)
+{
+	freed_calls++;
+	freed_pid = pid;
+}
+
+static void test_exited(void)
+{
+	struct recorder *rec = recorder_new(&big);
+	uint32_t self = getpid(), child = spawn_child();
+	struct proc_rec *p, *me;
+
+	CHECK_EQ_INT(recorder_watch(rec, self, HP_WATCH_PID, 0, SEC, &me), 0);
+	CHECK_EQ_INT(recorder_watch(rec, child, HP_WATCH_PID, 0, SEC, &p), 0);
+	append_migrate(rec, child, 100 * SEC);
+	append_migrate(rec, self, 100 * SEC);
+
+	/* alive: nothing happens */
+	recorder_tick(rec, 101 * SEC, on_gone, on_freed, NULL);
+	CHECK_EQ_U64(gone_calls, 0);
+	CHECK_EQ_U64(p->exit_ns, 0);
+
+	kill_child(child);
+	recorder_tick(rec, 102 * SEC, on_gone, on_freed, p);
+	CHECK_EQ_U64(gone_calls, 1);
+	CHECK_EQ_U64(p->exit_ns, 102 * SEC);
+	CHECK(!p->unwatched);
+	CHECK(recorder_find_live(rec, child) == NULL);
+	CHECK(recorder_find(rec, child) == p);
+	CHECK_EQ_U64(recorder_live_count(rec), 1);
+	CHECK_EQ_U64(recorder_count(rec), 2);
+	/* what comes for it after that is not kept */
+	append_migrate(rec, child, 103 * SEC);
+	CHECK_EQ_U64(p->events, 1);
+
+	/* its history stays while it is in the window, found only once */
+	recorder_tick(rec, 108 * SEC, on_gone, on_freed, p);
+	CHECK_EQ_U64(gone_calls, 1);
+	CHECK_EQ_U64(freed_calls, 0);
+	CHECK(recorder_find(rec, child) == p && p->head && p->head->nrec == 1);
+	CHECK_EQ_U64(recorder_bytes(rec), 2 * RECORDER_CHUNK);
+
+	/* 10 s after its last record it ages out, and with it the process */
+	recorder_tick(rec, 110 * SEC + 1, on_gone, on_freed, NULL);
+	CHECK_EQ_U64(freed_calls, 0); /* its data went at this tick, its exit is still in the window */
+	recorder_tick(rec, 112 * SEC + 1, on_gone, on_freed, NULL);
+	CHECK_EQ_U64(freed_calls, 1);
+	CHECK_EQ_U64(freed_pid, child);
+	CHECK(recorder_find(rec, child) == NULL);
+	CHECK_EQ_U64(recorder_count(rec), 1);
+	CHECK(recorder_at(rec, 0) == me);
+	CHECK_EQ_U64(recorder_bytes(rec), 0);
+
+	/* stopped by request: the same, but not exited */
+	recorder_stop(rec, me, 113 * SEC);
+	CHECK(me->unwatched && me->exit_ns == 113 * SEC);
+	CHECK(recorder_find_live(rec, self) == NULL && recorder_find(rec, self) == me);
+	recorder_tick(rec, 124 * SEC, on_gone, on_freed, NULL);
+	CHECK_EQ_U64(freed_calls, 2);
+	CHECK_EQ_U64(freed_pid, self);
+	CHECK_EQ_U64(recorder_count(rec), 0);
+	CHECK_EQ_U64(gone_calls, 1);
+	recorder_free(rec);
+}
+
+int main(void)
+{
+	struct proc_info self;
+
+	if (proc_read_info(getpid(), &self) < 0) {
+		printf("test-recorder: /proc/self is not readable here, skipping\n");
+		return 77;
+	}
+	log_set_max_level(LOG_WARNING); /* "watching pid ..." is not news here */
+	test_append();
+	test_sizes();
+	test_window();
+	test_process_budget();
+	test_global_budget();
+	test_exited();
+	while (n_children)
+		kill_child(children[0]);
+	return check_summary();
+}
