@@ -454,6 +454,7 @@ static void handle_snapshot(struct client *cl, const Hostprof__Request *req, str
 		return;
 	/* built in a child process: the loop goes on draining meanwhile */
 	cl->snap_req = (struct snapshot_req){ .p = t->p, .window_ns = sr->has_window_ns ? sr->window_ns : 0 };
+	cl->snap_req.hide_kernel_addresses = cl->cred.uid != 0;
 	/* what was recorded after an exec changed its credentials is root's alone */
 	if (cl->cred.uid != 0 && t->p->cred_change_ns)
 		cl->snap_req.end_ns = t->p->cred_change_ns;

@@ -1382,6 +1382,57 @@ static int fill_host(struct snap_build *b)
 	return 0;
 }
 
+/*
+ * For a peer that is not root: no absolute kernel address (KASLR holds where kptr_restrict
+ * hides them): kernel frames keep their function and the offset within it, lock addresses
+ * become small numbers that only tell locks apart within this snapshot. Done once the
+ * tables are built, so stacks were deduplicated by their real addresses.
+ */
+struct addr_row {
+	uint64_t addr;
+	size_t row;
+};
+
+static int addr_row_cmp(const void *a, const void *b)
+{
+	const struct addr_row *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static void hide_kernel_addresses(Hostprof__Snapshot *snap)
+{
+	Hostprof__LockTable *t = snap->locks;
+	struct addr_row *order;
+
+	for (size_t i = 0; i < snap->n_frames; i++) {
+		Hostprof__Frame *f = snap->frames[i];
+
+		if (!f->kernel)
+			continue;
+		f->address = 0;
+		f->has_address = false;
+		f->module_offset = f->has_function_offset ? f->function_offset : 0;
+		f->has_module_offset = f->has_function_offset;
+	}
+	if (!t || !t->n_lock)
+		return;
+	order = malloc(t->n_lock * sizeof(*order));
+	if (!order) {
+		memset(t->lock, 0, t->n_lock * sizeof(*t->lock)); /* no memory: no numbers either */
+		return;
+	}
+	for (size_t i = 0; i < t->n_lock; i++)
+		order[i] = (struct addr_row){ t->lock[i], i };
+	qsort(order, t->n_lock, sizeof(*order), addr_row_cmp);
+	for (size_t i = 0, id = 0; i < t->n_lock; i++) {
+		if (!i || order[i].addr != order[i - 1].addr)
+			id++;
+		t->lock[order[i].row] = id;
+	}
+	free(order);
+}
+
 int snapshot_build(const struct proc_rec *p, const struct snapshot_ctx *ctx, uint8_t **ret_data,
 		   size_t *ret_len, uint64_t *ret_events)
 {
@@ -1461,6 +1512,8 @@ int snapshot_build(const struct proc_rec *p, const struct snapshot_ctx *ctx, uin
 		r = b.a.err;
 		goto out;
 	}
+	if (ctx->hide_kernel_addresses)
+		hide_kernel_addresses(&b.snap);
 	r = hps_validate(&b.snap);
 	if (r < 0) {
 		log_error("Internal error: the snapshot of pid %u is inconsistent", p->info.pid);

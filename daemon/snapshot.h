@@ -15,6 +15,7 @@ struct snapshot_ctx {
 	uint64_t window_ns; /* 0: all the history kept */
 	uint64_t end_ns;    /* 0: now, or when the process exited */
 	const char *reason; /* NULL: "request" */
+	bool hide_kernel_addresses; /* for a peer that is not root: names and offsets only */
 	uint64_t events_total;
 	const struct drop_count *drops;
 	size_t n_drops;

@@ -123,6 +123,7 @@ static int build(struct snapsvc *svc, const struct collected *col, uint8_t **ret
 		.window_ns = req->window_ns,
 		.end_ns = req->end_ns,
 		.reason = req->reason,
+		.hide_kernel_addresses = req->hide_kernel_addresses,
 		.events_total = col->events_total,
 		.drops = col->drops,
 		.n_drops = col->n_drops,

@@ -37,6 +37,7 @@ struct snapshot_req {
 	uint64_t window_ns; /* 0: all the history kept */
 	uint64_t end_ns;    /* 0: now, or when the process exited */
 	const char *reason; /* NULL: "request" */
+	bool hide_kernel_addresses; /* for a peer that is not root: no absolute kernel address */
 	Hostprof__Marker *const *markers;
 	size_t n_markers;
 };

@@ -324,9 +324,9 @@ void triggers_on_record(struct triggers *ts, struct recorder *rec, const struct 
 			p = recorder_find_live(rec, e->pid);
 			if (!p || !name_matches(t, p, e->tid))
 				break;
-			fire(ts, i, p, e->tid, h->ts + e->dur_ns, 0, "", "%s (tid %u) waited %.1f ms for kernel lock %s%#llx",
+			fire(ts, i, p, e->tid, h->ts + e->dur_ns, 0, "", "%s (tid %u) waited %.1f ms for a kernel %s",
 			     proc_rec_thread_name(p, e->tid), e->tid, e->dur_ns / 1e6,
-			     e->flags & HP_LOCK_MMAP ? "mmap_lock " : "", (unsigned long long)e->lock);
+			     e->flags & HP_LOCK_MMAP ? "mmap_lock" : "lock"); /* no address: a user may read it */
 			break;
 		}
 		case TRIGGER_IRQ: {
@@ -476,6 +476,8 @@ static void take(struct triggers *ts, const struct pending *pd)
 		.window_ns = tk->def.before_ns + tk->def.after_ns,
 		.end_ns = tk->pd.due_ns,
 		.reason = tk->def.name,
+		/* a user may fetch it: no kernel address in what it may see */
+		.hide_kernel_addresses = tk->owner.uid != 0 || tk->owner.euid != 0,
 		.markers = tk->markers,
 		.n_markers = 1,
 	};

@@ -101,6 +101,26 @@ expect_match "belongs to uid $(id -u "$ub")" "the refusal names the owner"
 expect_rc 4 "$ua may not watch root's launcher" -- hctl "$ua" watch --pid "$launcher"
 expect_match "its child pid [0-9]+ \(sleep\) is yours" "the refusal names the child that is $ua's"
 
+# --- 4. kernel addresses: never to a peer that is not root ---
+spawn "$ua" perl -e 'while (1) { select(undef, undef, undef, 0.002) }' # off-CPU 2 ms: kernel stacks
+pk=$spawned
+sleep 0.2
+hctl "$ua" watch --pid "$pk" >/dev/null
+sleep 1.5
+decode_hps() { tail -c +9 "$1" | protoc --proto_path="$SRCDIR/proto" --decode=hostprof.Snapshot snapshot.proto; }
+kframes() { # FILE: "frames with kernel: true, how many of them carry an address"
+	decode_hps "$1" | awk '/^frames \{/ { f = 1; a = 0; k = 0 } f && /^  address:/ { a = 1 } f && /^  kernel: true/ { k = 1 }
+		f && /^\}/ { if (k) { n++; if (a) wa++ } f = 0 } END { printf "%d %d\n", n, wa }'
+}
+hctl "$ua" snapshot --pid "$pk" --format hps -o "$tmp/out/user.hps" >/dev/null 2>&1
+ctl snapshot --pid "$pk" --format hps -o "$tmp/out/root.hps" >/dev/null 2>&1
+read -r un ua_addr < <(kframes "$tmp/out/user.hps")
+read -r rn r_addr < <(kframes "$tmp/out/root.hps")
+[ "${rn:-0}" -gt 0 ] && [ "${r_addr:-0}" -gt 0 ] && ok "root's snapshot has $rn kernel frames with addresses" \
+	|| fail "root's snapshot: $rn kernel frames, $r_addr with an address"
+[ "${un:-0}" -gt 0 ] && [ "${ua_addr:-1}" = 0 ] && ok "$ua's snapshot has $un kernel frames, none with an address" \
+	|| fail "$ua's snapshot: $un kernel frames, $ua_addr with an address"
+
 # --- 5. replies nobody reads ---
 rss0=$(ctl status --json | jq .rss_bytes)
 as "$ua" "$RAWCLIENT" "$sock" statusflood 4 >"$tmp/flood.out" 2>&1
