@@ -56,13 +56,13 @@
 #define PEAK_MAX (REQUEST_ALLOC_MAX + IN_BUF_MAX + 3 * JOB_READ_BUF + 4 * (size_t)HP_CHUNK_SIZE)
 #define SETTLE_MS 5000
 
-#define CHECK(cond)                                                                                \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
+#define CHECK(cond)                                                                                    \
+	do {                                                                                           \
+		if (!(cond)) {                                                                         \
 			fprintf(stderr, "fuzz-request: %s:%d: check failed: %s\n", __FILE__, __LINE__, \
-				#cond);                                                            \
-			abort();                                                                   \
-		}                                                                                  \
+				#cond);                                                                \
+			abort();                                                                       \
+		}                                                                                      \
 	} while (0)
 
 static struct harness H;
@@ -90,7 +90,8 @@ static void on_malloc(const volatile void *p, size_t size)
 
 static void on_free(const volatile void *p)
 {
-	if (!__atomic_load_n(&counting, __ATOMIC_RELAXED) || !p || !__sanitizer_get_ownership((const void *)p))
+	if (!__atomic_load_n(&counting, __ATOMIC_RELAXED) || !p ||
+	    !__sanitizer_get_ownership((const void *)p))
 		return;
 	__atomic_sub_fetch(&live, (int64_t)__sanitizer_get_allocated_size((const void *)p), __ATOMIC_RELAXED);
 }
@@ -122,7 +123,8 @@ static int pump(int timeout_ms)
 static void count_stop(void)
 {
 	if (peak > (int64_t)PEAK_MAX) {
-		fprintf(stderr, "fuzz-request: one input made control allocate %lld bytes at once (at most %zu)\n",
+		fprintf(stderr,
+			"fuzz-request: one input made control allocate %lld bytes at once (at most %zu)\n",
 			(long long)peak, PEAK_MAX);
 		abort();
 	}
@@ -131,8 +133,8 @@ static void count_stop(void)
 /* ---- what comes back ---- */
 
 struct session {
-	bool refused;      /* a protocol error came: nothing may follow */
-	bool streaming;    /* chunks came, no end yet */
+	bool refused; /* a protocol error came: nothing may follow */
+	bool streaming; /* chunks came, no end yet */
 	uint64_t streamed; /* their bytes */
 };
 
@@ -226,8 +228,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	atexit(stop);
 	CHECK(recorder_watch(H.recorder, 1, HP_WATCH_PID, 0, now_boottime_ns(), &p) == 0);
 	CHECK(snapstore_ready(H.snapstore) == 0 && hps_unpack(H.hps, H.hps_len, &snap) == 0);
-	CHECK(snapstore_write(H.snapstore, snap, H.hps, H.hps_len, 0, 1, "preempt", 1767225600ULL * NSEC_PER_SEC,
-			      name) == 0);
+	CHECK(snapstore_write(H.snapstore, snap, H.hps, H.hps_len, 0, 1, "preempt",
+			      1767225600ULL * NSEC_PER_SEC, name) == 0);
 	CHECK(snapstore_add(H.snapstore, name, 0, "", NULL) == 0);
 	CHECK(!strcmp(name, "20260101T000000Z-1-preempt"));
 	hps_free(snap);

@@ -102,11 +102,19 @@ static void after_batch(void *ud)
 int harness_start(struct harness *h, const char *fixture)
 {
 	static const struct trigger_def defs[] = {
-		{ .name = HARNESS_TRIGGER_SYSCALL, .kind = TRIGGER_SYSCALL, .threads = "*",
-		  .threshold = 1 * NSEC_PER_MSEC, .before_ns = NSEC_PER_SEC, .after_ns = NSEC_PER_SEC,
+		{ .name = HARNESS_TRIGGER_SYSCALL,
+		  .kind = TRIGGER_SYSCALL,
+		  .threads = "*",
+		  .threshold = 1 * NSEC_PER_MSEC,
+		  .before_ns = NSEC_PER_SEC,
+		  .after_ns = NSEC_PER_SEC,
 		  .cooldown_ns = 60 * NSEC_PER_SEC },
-		{ .name = HARNESS_TRIGGER_PREEMPT, .kind = TRIGGER_PREEMPT, .threads = "*",
-		  .threshold = 2 * NSEC_PER_MSEC, .before_ns = NSEC_PER_SEC, .after_ns = NSEC_PER_SEC,
+		{ .name = HARNESS_TRIGGER_PREEMPT,
+		  .kind = TRIGGER_PREEMPT,
+		  .threads = "*",
+		  .threshold = 2 * NSEC_PER_MSEC,
+		  .before_ns = NSEC_PER_SEC,
+		  .after_ns = NSEC_PER_SEC,
 		  .cooldown_ns = 60 * NSEC_PER_SEC },
 	};
 	const struct recorder_limits lim = {
@@ -132,7 +140,8 @@ int harness_start(struct harness *h, const char *fixture)
 		return FAIL(-errno, "chmod %s: %m", h->dir);
 	if ((size_t)snprintf(h->socket, sizeof(h->socket), "%s/hostprofd.sock", h->dir) >= sizeof(h->socket))
 		return FAIL(-ENAMETOOLONG, "%s: too long for a socket path", h->dir);
-	if ((size_t)snprintf(h->store_dir, sizeof(h->store_dir), "%s/snapshots", h->dir) >= sizeof(h->store_dir))
+	if ((size_t)snprintf(h->store_dir, sizeof(h->store_dir), "%s/snapshots", h->dir) >=
+	    sizeof(h->store_dir))
 		return FAIL(-ENAMETOOLONG, "%s: too long", h->dir);
 
 	h->settings.socket = h->socket;

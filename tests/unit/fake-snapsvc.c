@@ -157,7 +157,9 @@ int snapsvc_start(struct snapsvc *svc, const struct snapshot_req *req, snapsvc_t
 	j = calloc(1, sizeof(*j));
 	if (!j)
 		return -ENOMEM;
-	*j = (struct fake_job){ .svc = svc, .then = then, .arg = arg, .done = done, .ud = ud, .gated = svc->gate[1] >= 0 };
+	*j = (struct fake_job){
+		.svc = svc, .then = then, .arg = arg, .done = done, .ud = ud, .gated = svc->gate[1] >= 0
+	};
 	r = snapjob_start(svc->loop, fake_work, j, fake_done, j, ret);
 	if (r < 0) {
 		free(j);

@@ -21,7 +21,8 @@ struct watch {
 	int pid_result;
 };
 
-static int note(struct watch *w, enum fake_watch_op op, uint32_t pid, uint32_t reason, const char *glob, int ret)
+static int note(struct watch *w, enum fake_watch_op op, uint32_t pid, uint32_t reason, const char *glob,
+		int ret)
 {
 	struct fake_watch_call *c;
 

@@ -36,9 +36,9 @@ enum fake_watch_op {
 
 struct fake_watch_call {
 	enum fake_watch_op op;
-	uint32_t pid, reason;      /* FAKE_WATCH_PID, FAKE_WATCH_STOP */
+	uint32_t pid, reason; /* FAKE_WATCH_PID, FAKE_WATCH_STOP */
 	char glob[HP_COMM_LEN + 8]; /* the *_GLOB ones (cut) */
-	int ret;                    /* what the fake returned */
+	int ret; /* what the fake returned */
 };
 
 #define FAKE_WATCH_MAX_CALLS 64
@@ -54,7 +54,7 @@ void fake_watch_set_pid_result(struct watch *w, int r);
 struct fake_snap_req {
 	uint32_t pid;
 	uint64_t window_ns, end_ns;
-	char reason[32];   /* "" for NULL */
+	char reason[32]; /* "" for NULL */
 	size_t n_markers;
 	uint64_t marker_ts;
 	uint32_t marker_tid;

@@ -140,7 +140,9 @@ static void expect_closed(struct hclient *c, const char *what)
 	int r = hclient_recv(&H, c, TIMEOUT_MS, &resp);
 
 	CHECKF(r == 0, "%s: want the connection closed, got %s", what,
-	       r == 1 ? describe(resp) : r < 0 ? strerror(-r) : "?");
+	       r == 1 ? describe(resp) :
+	       r < 0  ? strerror(-r) :
+			"?");
 	if (r == 1)
 		hostprof__response__free_unpacked(resp, NULL);
 }
@@ -159,13 +161,14 @@ static void expect_stream(struct hclient *c, const uint8_t *data, size_t len, ui
 			hostprof__response__free_unpacked(resp, NULL);
 			continue;
 		}
-		CHECKF(resp->body_case == HOSTPROF__RESPONSE__BODY_END, "%s: want chunks and an end, got %s", what,
-		       describe(resp));
+		CHECKF(resp->body_case == HOSTPROF__RESPONSE__BODY_END, "%s: want chunks and an end, got %s",
+		       what, describe(resp));
 		if (resp->body_case == HOSTPROF__RESPONSE__BODY_END) {
-			CHECKF(resp->end->bytes == len && resp->end->pid == pid, "%s: end says %llu bytes of pid %u",
-			       what, (unsigned long long)resp->end->bytes, resp->end->pid);
-			CHECKF(got.len == len && !memcmp(got.data, data, len), "%s: %zu bytes streamed, want %zu",
-			       what, got.len, len);
+			CHECKF(resp->end->bytes == len && resp->end->pid == pid,
+			       "%s: end says %llu bytes of pid %u", what,
+			       (unsigned long long)resp->end->bytes, resp->end->pid);
+			CHECKF(got.len == len && !memcmp(got.data, data, len),
+			       "%s: %zu bytes streamed, want %zu", what, got.len, len);
 		}
 		hostprof__response__free_unpacked(resp, NULL);
 		break;
@@ -271,8 +274,8 @@ static struct proc_rec *watch_in_recorder(uint32_t pid)
 
 /* An automatic snapshot of pid, indexed as uid's: the fixture, written by snapstore_write.
  * Its name goes to ret_name (entries move as the index is sorted and pruned). */
-static bool add_entry(uint32_t pid, uint32_t uid, const char *trigger, uint64_t realtime_ns, const char *summary,
-		      char ret_name[96])
+static bool add_entry(uint32_t pid, uint32_t uid, const char *trigger, uint64_t realtime_ns,
+		      const char *summary, char ret_name[96])
 {
 	Hostprof__Snapshot *snap = NULL;
 	const struct snap_entry *e = NULL;
@@ -348,7 +351,8 @@ static void part_protocol(void)
 	CHECK(hclient_connect(&H, &c) == 0);
 	hreq_hello(&req, &hello, 999);
 	send_req(&c, &req, "hello 999");
-	expect_error(&c, HOSTPROF__ERROR__CODE__PROTOCOL, "protocol mismatch: the client speaks 999", "hello 999");
+	expect_error(&c, HOSTPROF__ERROR__CODE__PROTOCOL, "protocol mismatch: the client speaks 999",
+		     "hello 999");
 	expect_closed(&c, "after hello 999");
 	hclient_close(&c);
 
@@ -361,7 +365,8 @@ static void part_protocol(void)
 	append_req(&b, &req);
 	send_frame_bytes(&c, b.data, b.len, "status, then hello");
 	hp_buf_free(&b);
-	expect_error(&c, HOSTPROF__ERROR__CODE__PROTOCOL, "the first message must be a hello", "status before hello");
+	expect_error(&c, HOSTPROF__ERROR__CODE__PROTOCOL, "the first message must be a hello",
+		     "status before hello");
 	expect_closed(&c, "after status before hello");
 	hclient_close(&c);
 
@@ -379,7 +384,8 @@ static void part_protocol(void)
 
 		if (open_client(&c)) {
 			send_frame_bytes(&c, hdrs[i], 4, "oversized header");
-			expect_error(&c, HOSTPROF__ERROR__CODE__PROTOCOL, "request larger than the 64 KiB limit",
+			expect_error(&c, HOSTPROF__ERROR__CODE__PROTOCOL,
+				     "request larger than the 64 KiB limit",
 				     i ? "a 4 GiB frame" : "a frame of 64 KiB + 1");
 			expect_closed(&c, "after an oversized frame");
 		}
@@ -404,7 +410,8 @@ static void part_protocol(void)
 			}
 			CHECK_EQ_U64(hostprof__request__get_packed_size(&req), HP_MAX_REQUEST);
 			send_req(&c, &req, "a 64 KiB request");
-			expect_error(&c, HOSTPROF__ERROR__CODE__NOT_FOUND, "no automatic snapshot", "a 64 KiB request");
+			expect_error(&c, HOSTPROF__ERROR__CODE__NOT_FOUND, "no automatic snapshot",
+				     "a 64 KiB request");
 			free(name);
 		}
 		hreq_status(&req, &st);
@@ -475,7 +482,8 @@ static void part_protocol(void)
 	resp = expect(&c, HOSTPROF__RESPONSE__BODY_STATUS, "pipelined status");
 	if (resp)
 		hostprof__response__free_unpacked(resp, NULL);
-	expect_error(&c, HOSTPROF__ERROR__CODE__BAD_REQUEST, "watch needs a pid or a thread pattern", "pipelined watch");
+	expect_error(&c, HOSTPROF__ERROR__CODE__BAD_REQUEST, "watch needs a pid or a thread pattern",
+		     "pipelined watch");
 	resp = expect(&c, HOSTPROF__RESPONSE__BODY_SNAPSHOT_LIST, "pipelined snapshots");
 	if (resp)
 		hostprof__response__free_unpacked(resp, NULL);
@@ -544,8 +552,10 @@ static void check_status(uint32_t self, size_t n_visible, const char *glob)
 		CHECK_EQ_U64(s->memory_limit, 64 << 20);
 		CHECK_EQ_U64(s->ncpus, HARNESS_NCPUS);
 		CHECK_EQ_U64(s->ring_kb, HARNESS_RING_KB);
-		CHECK_STR(s->interference, interference_text(HARNESS_INTF & ~HARNESS_INTF_MISSING, intf, sizeof(intf)));
-		CHECK_STR(s->interference_missing, interference_text(HARNESS_INTF_MISSING, missing, sizeof(missing)));
+		CHECK_STR(s->interference,
+			  interference_text(HARNESS_INTF & ~HARNESS_INTF_MISSING, intf, sizeof(intf)));
+		CHECK_STR(s->interference_missing,
+			  interference_text(HARNESS_INTF_MISSING, missing, sizeof(missing)));
 		CHECK_EQ_U64(s->n_watch_threads, glob ? 1 : 0);
 		if (glob && s->n_watch_threads == 1)
 			CHECK_STR(s->watch_threads[0], glob);
@@ -591,13 +601,15 @@ static void check_snapshot(uint32_t self, uint32_t unwatched)
 	/* a process that is not watched: said so, the connection goes on */
 	hreq_snapshot(&req, &sr, unwatched, 0);
 	send_req(&c, &req, "snapshot of an unwatched process");
-	expect_error(&c, HOSTPROF__ERROR__CODE__NOT_FOUND, "is not watched", "snapshot of an unwatched process");
+	expect_error(&c, HOSTPROF__ERROR__CODE__NOT_FOUND, "is not watched",
+		     "snapshot of an unwatched process");
 
 	/* the service cannot start it */
 	fake_snapsvc_set_start_result(H.snapsvc, -ENOMEM);
 	hreq_snapshot(&req, &sr, self, 0);
 	send_req(&c, &req, "snapshot that cannot start");
-	expect_error(&c, HOSTPROF__ERROR__CODE__INTERNAL, "failed to start the snapshot", "snapshot that cannot start");
+	expect_error(&c, HOSTPROF__ERROR__CODE__INTERNAL, "failed to start the snapshot",
+		     "snapshot that cannot start");
 	fake_snapsvc_set_start_result(H.snapsvc, 0);
 	hreq_snapshot(&req, &sr, self, 0);
 	send_req(&c, &req, "snapshot after a failed one");
@@ -632,7 +644,8 @@ static void check_watch(uint32_t self, uint32_t kid)
 	send_req(&c, &req, "watch a process");
 	expect_ack(&c, "watching pid", "watch a process");
 	n = calls_since(0, &calls);
-	CHECKF(n == 1 && calls[0].op == FAKE_WATCH_PID && calls[0].pid == kid && calls[0].reason == HP_WATCH_PID,
+	CHECKF(n == 1 && calls[0].op == FAKE_WATCH_PID && calls[0].pid == kid &&
+		       calls[0].reason == HP_WATCH_PID,
 	       "watch did not reach watch_pid(%u, HP_WATCH_PID) once (%zu calls)", kid, n);
 
 	/* watched already: nothing to do */
@@ -641,7 +654,8 @@ static void check_watch(uint32_t self, uint32_t kid)
 	expect_ack(&c, "is watched already", "watch a watched process");
 	hreq_watch(&req, &w, 0, NULL);
 	send_req(&c, &req, "watch without a pid");
-	expect_error(&c, HOSTPROF__ERROR__CODE__BAD_REQUEST, "watch needs a pid or a thread pattern", "watch pid 0");
+	expect_error(&c, HOSTPROF__ERROR__CODE__BAD_REQUEST, "watch needs a pid or a thread pattern",
+		     "watch pid 0");
 	hreq_watch(&req, &w, 0x3fffffff, NULL);
 	send_req(&c, &req, "watch no such process");
 	expect_error(&c, HOSTPROF__ERROR__CODE__NOT_FOUND, "no process with pid", "watch no such process");
@@ -649,7 +663,8 @@ static void check_watch(uint32_t self, uint32_t kid)
 	fake_watch_set_pid_result(H.watch, -ENOENT);
 	hreq_watch(&req, &w, kid, NULL);
 	send_req(&c, &req, "watch a process that exits");
-	expect_error(&c, HOSTPROF__ERROR__CODE__NOT_FOUND, "failed to watch pid", "watch a process that exits");
+	expect_error(&c, HOSTPROF__ERROR__CODE__NOT_FOUND, "failed to watch pid",
+		     "watch a process that exits");
 	fake_watch_set_pid_result(H.watch, 0);
 	CHECK_EQ_U64(calls_since(1, &calls), 1); /* only that last one */
 
@@ -679,7 +694,8 @@ static void check_watch(uint32_t self, uint32_t kid)
 	       "watch --thread did not reach watch_add_glob(\"acl_*\")");
 	hreq_watch(&req, &w, 0, "a_pattern_of_20_chars");
 	send_req(&c, &req, "watch a long thread pattern");
-	expect_error(&c, HOSTPROF__ERROR__CODE__BAD_REQUEST, "1 to 15 characters", "watch a long thread pattern");
+	expect_error(&c, HOSTPROF__ERROR__CODE__BAD_REQUEST, "1 to 15 characters",
+		     "watch a long thread pattern");
 	for (int i = 1; i < HP_MAX_GLOBS; i++) {
 		char g[16];
 
@@ -693,7 +709,8 @@ static void check_watch(uint32_t self, uint32_t kid)
 	expect_error(&c, HOSTPROF__ERROR__CODE__BAD_REQUEST, "at most 8 thread patterns", "a ninth pattern");
 	hreq_unwatch(&req, &u, 0, "not_one");
 	send_req(&c, &req, "unwatch a pattern not watched");
-	expect_error(&c, HOSTPROF__ERROR__CODE__NOT_FOUND, "is not a watched thread pattern", "unwatch not_one");
+	expect_error(&c, HOSTPROF__ERROR__CODE__NOT_FOUND, "is not a watched thread pattern",
+		     "unwatch not_one");
 	for (int i = 1; i < HP_MAX_GLOBS; i++) {
 		char g[16];
 
@@ -763,7 +780,8 @@ static void check_snapshots(uint32_t self)
 	expect_error(&c, HOSTPROF__ERROR__CODE__NOT_FOUND, "no automatic snapshot", "fetch a path");
 	hreq_fetch(&req, &f, "20260101T000000Z-1-nothing");
 	send_req(&c, &req, "fetch a name not indexed");
-	expect_error(&c, HOSTPROF__ERROR__CODE__NOT_FOUND, "no automatic snapshot", "fetch a name not indexed");
+	expect_error(&c, HOSTPROF__ERROR__CODE__NOT_FOUND, "no automatic snapshot",
+		     "fetch a name not indexed");
 	hclient_close(&c);
 }
 
@@ -792,11 +810,13 @@ static void check_busy(uint32_t self)
 		harness_pump(&H, 10);
 	CHECK_EQ_U64(fake_snapsvc_in_flight(H.snapsvc), base + 8);
 	send_req(&c[8], &req, "a ninth snapshot");
-	expect_error(&c[8], HOSTPROF__ERROR__CODE__BUSY, "snapshots are being sent already", "a ninth snapshot");
+	expect_error(&c[8], HOSTPROF__ERROR__CODE__BUSY, "snapshots are being sent already",
+		     "a ninth snapshot");
 	if (e) {
 		hreq_fetch(&req, &f, e->name);
 		send_req(&c[8], &req, "a fetch while busy");
-		expect_error(&c[8], HOSTPROF__ERROR__CODE__BUSY, "snapshots are being sent already", "a fetch while busy");
+		expect_error(&c[8], HOSTPROF__ERROR__CODE__BUSY, "snapshots are being sent already",
+			     "a fetch while busy");
 	}
 	fake_snapsvc_release(H.snapsvc);
 	for (int i = 0; i < 8; i++)
@@ -969,9 +989,9 @@ out:
 /* ---- authorization ---- */
 
 struct auth_setup {
-	uid_t peer;           /* the client's uid */
-	uint32_t root_pid;    /* a watched process of root's */
-	pid_t own, own2;      /* processes of the peer's: watched, not watched */
+	uid_t peer; /* the client's uid */
+	uint32_t root_pid; /* a watched process of root's */
+	pid_t own, own2; /* processes of the peer's: watched, not watched */
 	char mine_name[96], roots_name[96];
 };
 
@@ -1017,11 +1037,13 @@ static void ask_ack(int fd, struct hp_buf *buf, const Hostprof__Request *req, co
 
 	if (!resp)
 		return;
-	CHECKF(resp->body_case == HOSTPROF__RESPONSE__BODY_ACK, "%s: want an ack, got %s", what, describe(resp));
+	CHECKF(resp->body_case == HOSTPROF__RESPONSE__BODY_ACK, "%s: want an ack, got %s", what,
+	       describe(resp));
 	hostprof__response__free_unpacked(resp, NULL);
 }
 
-static void ask_stream(int fd, struct hp_buf *buf, const Hostprof__Request *req, uint32_t pid, const char *what)
+static void ask_stream(int fd, struct hp_buf *buf, const Hostprof__Request *req, uint32_t pid,
+		       const char *what)
 {
 	Hostprof__Response *resp = ask(fd, buf, req, what);
 	struct hp_buf got = {};
@@ -1032,9 +1054,10 @@ static void ask_stream(int fd, struct hp_buf *buf, const Hostprof__Request *req,
 		if (body == HOSTPROF__RESPONSE__BODY_CHUNK)
 			CHECK(hp_buf_append(&got, resp->chunk->data.data, resp->chunk->data.len) == 0);
 		else if (body == HOSTPROF__RESPONSE__BODY_END)
-			CHECKF(resp->end->pid == pid && got.len == H.hps_len && !memcmp(got.data, H.hps, got.len),
-			       "%s: %zu bytes of pid %u, want the fixture's %zu of %u", what, got.len, resp->end->pid,
-			       H.hps_len, pid);
+			CHECKF(resp->end->pid == pid && got.len == H.hps_len &&
+				       !memcmp(got.data, H.hps, got.len),
+			       "%s: %zu bytes of pid %u, want the fixture's %zu of %u", what, got.len,
+			       resp->end->pid, H.hps_len, pid);
 		else
 			CHECKF(0, "%s: want a stream, got %s", what, describe(resp));
 		hostprof__response__free_unpacked(resp, NULL);
@@ -1063,9 +1086,8 @@ static void auth_client(const struct auth_setup *a)
 	int fd, r;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (a->peer != getuid() &&
-	    (setgroups(0, NULL) < 0 || setresgid(a->peer, a->peer, a->peer) < 0 ||
-	     setresuid(a->peer, a->peer, a->peer) < 0)) {
+	if (a->peer != getuid() && (setgroups(0, NULL) < 0 || setresgid(a->peer, a->peer, a->peer) < 0 ||
+				    setresuid(a->peer, a->peer, a->peer) < 0)) {
 		fprintf(stderr, "client: cannot become uid %u: %m\n", a->peer);
 		_exit(1);
 	}
@@ -1091,8 +1113,8 @@ static void auth_client(const struct auth_setup *a)
 		const Hostprof__Status *s = resp->status;
 
 		CHECKF(s->n_processes == 1 && s->processes[0]->pid == (uint32_t)a->own,
-		       "status lists %zu processes (the first %u), want only pid %d of uid %u", s->n_processes,
-		       s->n_processes ? s->processes[0]->pid : 0, a->own, a->peer);
+		       "status lists %zu processes (the first %u), want only pid %d of uid %u",
+		       s->n_processes, s->n_processes ? s->processes[0]->pid : 0, a->own, a->peer);
 	}
 	if (resp)
 		hostprof__response__free_unpacked(resp, NULL);
@@ -1103,7 +1125,8 @@ static void auth_client(const struct auth_setup *a)
 	ask_error(fd, &buf, &req, HOSTPROF__ERROR__CODE__DENIED, needle, "watch root's process");
 	if (a->root_pid != 1) {
 		hreq_watch(&req, &w, 1, NULL);
-		ask_error(fd, &buf, &req, HOSTPROF__ERROR__CODE__DENIED, "pid 1 belongs to uid 0", "watch pid 1");
+		ask_error(fd, &buf, &req, HOSTPROF__ERROR__CODE__DENIED, "pid 1 belongs to uid 0",
+			  "watch pid 1");
 	}
 	hreq_unwatch(&req, &u, a->root_pid, NULL);
 	ask_error(fd, &buf, &req, HOSTPROF__ERROR__CODE__DENIED, needle, "unwatch root's process");
@@ -1123,7 +1146,8 @@ static void auth_client(const struct auth_setup *a)
 	/* the list: its own only */
 	hreq_snapshots(&req, &sl);
 	resp = ask(fd, &buf, &req, "snapshots");
-	CHECKF(resp && resp->body_case == HOSTPROF__RESPONSE__BODY_SNAPSHOT_LIST, "snapshots: got %s", describe(resp));
+	CHECKF(resp && resp->body_case == HOSTPROF__RESPONSE__BODY_SNAPSHOT_LIST, "snapshots: got %s",
+	       describe(resp));
 	if (resp && resp->body_case == HOSTPROF__RESPONSE__BODY_SNAPSHOT_LIST) {
 		const Hostprof__SnapshotList *l = resp->snapshot_list;
 
@@ -1177,10 +1201,12 @@ static int part_auth(void)
 		return EXIT_SKIP;
 	}
 	if (geteuid() == 0)
-		printf("root: the client drops to uid %u; its processes %d, %d are that uid's\n", a.peer, a.own, a.own2);
+		printf("root: the client drops to uid %u; its processes %d, %d are that uid's\n", a.peer,
+		       a.own, a.own2);
 	else
 		printf("not root: the client is uid %u itself; another user's is root's (pid 1, a snapshot indexed "
-		       "as uid 0)\n", a.peer);
+		       "as uid 0)\n",
+		       a.peer);
 	if (!watch_in_recorder(a.own) || !watch_in_recorder(a.root_pid) || !watch_in_recorder(1))
 		goto out;
 	if (!add_entry(a.own, a.peer, "mine", days(3), "", a.mine_name) ||
@@ -1217,7 +1243,8 @@ static int part_auth(void)
 		       calls[1].op == FAKE_WATCH_STOP && calls[1].pid == (uint32_t)a.own,
 	       "watch saw %zu calls, want watch_pid(%d) and watch_stop(%d)", n, a.own2, a.own);
 	n = fake_snapsvc_requests(H.snapsvc, &reqs);
-	CHECKF(n == 1 && reqs[0].pid == (uint32_t)a.own, "snapsvc saw %zu requests, want one of pid %d", n, a.own);
+	CHECKF(n == 1 && reqs[0].pid == (uint32_t)a.own, "snapsvc saw %zu requests, want one of pid %d", n,
+	       a.own);
 out:
 	reap(a.own);
 	reap(a.own2);
@@ -1228,7 +1255,8 @@ int main(int argc, char **argv)
 {
 	int r = -1;
 
-	if (argc != 3 || (strcmp(argv[1], "protocol") && strcmp(argv[1], "requests") && strcmp(argv[1], "auth"))) {
+	if (argc != 3 ||
+	    (strcmp(argv[1], "protocol") && strcmp(argv[1], "requests") && strcmp(argv[1], "auth"))) {
 		fprintf(stderr, "usage: test-control protocol|requests|auth FIXTURE\n");
 		return 2;
 	}

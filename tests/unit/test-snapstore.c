@@ -113,11 +113,12 @@ static void check_write_add_read(void)
 	CHECK(stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode) && (sb.st_mode & 07777) == 0700);
 	CHECK_EQ_U64(snapstore_count(st), 0);
 
-	CHECK_EQ_INT(snapstore_write(st, snap, fixture, fixture_len, 0, 4242, "acl_preempt", T0 + 3723 * NSEC_PER_SEC,
-				     name),
+	CHECK_EQ_INT(snapstore_write(st, snap, fixture, fixture_len, 0, 4242, "acl_preempt",
+				     T0 + 3723 * NSEC_PER_SEC, name),
 		     0);
 	CHECK_STR(name, "20260101T010203Z-4242-acl_preempt");
-	CHECK(stat(path_in(dir, name, ".hps"), &sb) == 0 && S_ISREG(sb.st_mode) && (sb.st_mode & 07777) == 0600);
+	CHECK(stat(path_in(dir, name, ".hps"), &sb) == 0 && S_ISREG(sb.st_mode) &&
+	      (sb.st_mode & 07777) == 0600);
 	CHECK_EQ_U64(files_in(dir), 1); /* no temporary file left */
 	/* written is not indexed */
 	CHECK(snapstore_find(st, name) == NULL);
@@ -136,8 +137,8 @@ static void check_write_add_read(void)
 		free(data);
 	}
 	/* the same process and trigger within the same second */
-	CHECK_EQ_INT(snapstore_write(st, snap, fixture, fixture_len, 0, 4242, "acl_preempt", T0 + 3723 * NSEC_PER_SEC,
-				     name2),
+	CHECK_EQ_INT(snapstore_write(st, snap, fixture, fixture_len, 0, 4242, "acl_preempt",
+				     T0 + 3723 * NSEC_PER_SEC, name2),
 		     -EEXIST);
 	/* more formats: each file counted */
 	CHECK(put(st, 4242, "more", T0 + DAY, 0, 1u << FMT_REPORT | 1u << FMT_JSON, name2));
@@ -145,7 +146,8 @@ static void check_write_add_read(void)
 	CHECK(e != NULL);
 	if (e) {
 		CHECKF(e->n_exts == 3, "%zu files, want .hps .json .txt", e->n_exts);
-		CHECK_EQ_U64(e->bytes, size_of(path_in(dir, name2, ".hps")) + size_of(path_in(dir, name2, ".json")) +
+		CHECK_EQ_U64(e->bytes, size_of(path_in(dir, name2, ".hps")) +
+					       size_of(path_in(dir, name2, ".json")) +
 					       size_of(path_in(dir, name2, ".txt")));
 	}
 	/* a file that went behind the store's back: an error, not a crash */
@@ -166,12 +168,12 @@ static void check_names(void)
 		"",
 		"foo",
 		"../../etc/passwd",
-		"20260101T000000Z-0-x",        /* pid 0 */
-		"20260101T000000Z-12-",        /* no trigger */
-		"20260101T000000Z-12-a/b",     /* a slash */
+		"20260101T000000Z-0-x", /* pid 0 */
+		"20260101T000000Z-12-", /* no trigger */
+		"20260101T000000Z-12-a/b", /* a slash */
 		"20260101T000000Z-12-../../x", /* dots and slashes */
-		"20260101T000000Z-x-trig",     /* no pid */
-		"2026-01-01-12-trig",          /* no time */
+		"20260101T000000Z-x-trig", /* no pid */
+		"2026-01-01-12-trig", /* no time */
 		"20260101T000000Z-12-a_trigger_name_of_32_characters_", /* 32: too long */
 	};
 	char dir[PATH_MAX + 32], name[96], other[96];
@@ -185,12 +187,14 @@ static void check_names(void)
 		return;
 	CHECK(put(st, 12, "trig", T0, 1000, 0, name));
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
-		CHECKF(snapstore_add(st, bad[i], 0, "", NULL) == -EINVAL, "snapstore_add took \"%s\"", bad[i]);
+		CHECKF(snapstore_add(st, bad[i], 0, "", NULL) == -EINVAL, "snapstore_add took \"%s\"",
+		       bad[i]);
 		CHECKF(snapstore_find(st, bad[i]) == NULL, "found \"%s\"", bad[i]);
 	}
 	CHECK_EQ_U64(snapstore_count(st), 1);
 	/* a trigger name that would make a path */
-	CHECK_EQ_INT(snapstore_write(st, snap, fixture, fixture_len, 0, 12, "../x", T0 + DAY, other), -EINVAL);
+	CHECK_EQ_INT(snapstore_write(st, snap, fixture, fixture_len, 0, 12, "../x", T0 + DAY, other),
+		     -EINVAL);
 	CHECK_EQ_INT(snapstore_write(st, snap, fixture, fixture_len, 0, 12, "a/b", T0 + DAY, other), -EINVAL);
 	CHECK_EQ_U64(files_in(dir), 1);
 	/* on disk with a good name, but never indexed: not there */
@@ -333,7 +337,8 @@ static void check_reconfigure(void)
 	CHECK(e && !strcmp(e->name, in_b[0]) && e->uid == owner && e->bytes == fixture_len && e->n_exts == 1);
 	e = snapstore_at(st, 1);
 	CHECK(e && !strcmp(e->name, in_b[1]) && e->uid == owner && e->n_exts == 2 && e->summary[0] == 0);
-	CHECK(e && e->bytes == (uint64_t)(size_of(path_in(b, in_b[1], ".hps")) + size_of(path_in(b, in_b[1], ".txt"))));
+	CHECK(e && e->bytes == (uint64_t)(size_of(path_in(b, in_b[1], ".hps")) +
+					  size_of(path_in(b, in_b[1], ".txt"))));
 	e = snapstore_at(st, 2);
 	CHECK(e && !strcmp(e->name, junk) && e->uid == 0 && e->pid == 22);
 	/* back to a: read anew, what was added there is found */
@@ -365,7 +370,8 @@ int main(int argc, char **argv)
 	}
 	f = fopen(argv[1], "re");
 	if (!f || fseek(f, 0, SEEK_END) < 0 || (n = ftell(f)) <= 0 || fseek(f, 0, SEEK_SET) < 0 ||
-	    !(fixture = malloc(n)) || fread(fixture, 1, n, f) != (size_t)n || hps_unpack(fixture, n, &snap) < 0) {
+	    !(fixture = malloc(n)) || fread(fixture, 1, n, f) != (size_t)n ||
+	    hps_unpack(fixture, n, &snap) < 0) {
 		fprintf(stderr, "test-snapstore: cannot read the snapshot %s\n", argv[1]);
 		return 1;
 	}

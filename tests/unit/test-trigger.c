@@ -161,22 +161,27 @@ static void feed_migrate(uint64_t ts_ns, uint64_t v)
 
 static void feed_reclaim(uint64_t ts_ns, uint64_t v)
 {
-	struct hp_reclaim e = { .dur_ns = v, .tid = self, .pid = self, .kind = HP_RECLAIM_DIRECT, .order = 2 };
+	struct hp_reclaim e = {
+		.dur_ns = v, .tid = self, .pid = self, .kind = HP_RECLAIM_DIRECT, .order = 2
+	};
 
 	feed(&e.hdr, HP_EV_RECLAIM, sizeof(e), ts_ns);
 }
 
 static void feed_lock(uint64_t ts_ns, uint64_t v)
 {
-	struct hp_lock e = { .dur_ns = v, .lock = 0xffff888012345678ULL, .tid = self, .pid = self,
-			     .flags = HP_LOCK_MMAP };
+	struct hp_lock e = {
+		.dur_ns = v, .lock = 0xffff888012345678ULL, .tid = self, .pid = self, .flags = HP_LOCK_MMAP
+	};
 
 	feed(&e.hdr, HP_EV_LOCK, sizeof(e), ts_ns);
 }
 
 static void feed_irq_flags(uint64_t ts_ns, uint64_t v, uint16_t flags)
 {
-	struct hp_irq e = { .dur_ns = v, .tid = self, .pid = self, .kind = HP_IRQ_HARD, .flags = flags, .num = 42 };
+	struct hp_irq e = {
+		.dur_ns = v, .tid = self, .pid = self, .kind = HP_IRQ_HARD, .flags = flags, .num = 42
+	};
 
 	snprintf(e.name, sizeof(e.name), "nvme0q1");
 	feed(&e.hdr, HP_EV_IRQ, sizeof(e), ts_ns);
@@ -189,8 +194,8 @@ static void feed_irq(uint64_t ts_ns, uint64_t v)
 
 /* ---- triggers ---- */
 
-static struct trigger_def def(const char *name, enum trigger_kind kind, const char *threads, uint64_t threshold,
-			      uint64_t cooldown_ns)
+static struct trigger_def def(const char *name, enum trigger_kind kind, const char *threads,
+			      uint64_t threshold, uint64_t cooldown_ns)
 {
 	struct trigger_def d = {
 		.kind = kind,
@@ -253,7 +258,8 @@ static const struct kind_case {
 	const char *detail; /* in the marker of the snapshot it takes */
 } kinds[] = {
 	{ TRIGGER_PREEMPT, 2 * MS, feed_preempt, "waited 2.0 ms after hog (pid 777, prio 5) preempted it" },
-	{ TRIGGER_RUNQ, 2 * MS, feed_runq, "waited 2.0 ms on the runqueue after its wakeup; waker (pid 4321) ran" },
+	{ TRIGGER_RUNQ, 2 * MS, feed_runq,
+	  "waited 2.0 ms on the runqueue after its wakeup; waker (pid 4321) ran" },
 	{ TRIGGER_OFFCPU, 2 * MS, feed_offcpu, "was blocked 2.0 ms; woken by kworker (pid 99)" },
 	{ TRIGGER_SYSCALL, 2 * MS, feed_syscall, "spent 2.0 ms in" },
 	{ TRIGGER_MIGRATE, 3, feed_migrate, "moved 3 times within 1 s, last from CPU 0 to 1" },
@@ -276,9 +282,15 @@ static void check_kinds(void)
 		fresh(&d, 1, 0);
 		if (kc->kind == TRIGGER_PREEMPT) {
 			/* who took the CPU: the switch that put the thread off it last */
-			struct hp_switch out = { .hdr = { .ts = t - 5 * MS, .type = HP_EV_SWITCH, .size = sizeof(out) },
-						 .prev_tid = self, .prev_pid = self, .next_tid = 777, .next_pid = 777,
-						 .next_prio = 5, .flags = HP_SW_PREV_WATCHED };
+			struct hp_switch out = {
+				.hdr = { .ts = t - 5 * MS, .type = HP_EV_SWITCH, .size = sizeof(out) },
+				.prev_tid = self,
+				.prev_pid = self,
+				.next_tid = 777,
+				.next_pid = 777,
+				.next_prio = 5,
+				.flags = HP_SW_PREV_WATCHED
+			};
 
 			snprintf(out.next_comm, sizeof(out.next_comm), "hog");
 			recorder_append(rec, &out.hdr);
@@ -286,8 +298,9 @@ static void check_kinds(void)
 		kc->feed(t, kc->threshold - 1);
 		CHECKF(fired(0) == 0, "%s fired under its threshold", name);
 		kc->feed(t + 10 * MS, kc->threshold);
-		CHECKF(fired(0) == 1 && suppressed(0) == 0, "%s at its threshold: fired %llu, suppressed %llu", name,
-		       (unsigned long long)fired(0), (unsigned long long)suppressed(0));
+		CHECKF(fired(0) == 1 && suppressed(0) == 0,
+		       "%s at its threshold: fired %llu, suppressed %llu", name, (unsigned long long)fired(0),
+		       (unsigned long long)suppressed(0));
 		triggers_tick(ts, t + 10 * NSEC_PER_SEC);
 		n = fake_snapsvc_requests(svc, &req);
 		CHECKF(n == 1, "%s: %zu snapshots asked for", name, n);
@@ -452,7 +465,8 @@ static void check_tick(void)
 	struct proc_rec *p;
 
 	if (geteuid() == 0 && kid < 0) {
-		printf("root, but no process of uid %u could be made: the owner is checked against root's\n", uid);
+		printf("root, but no process of uid %u could be made: the owner is checked against root's\n",
+		       uid);
 		uid = 0;
 	}
 	if (kid > 0)
@@ -476,7 +490,8 @@ static void check_tick(void)
 		CHECK_EQ_U64(req[0].marker_ts, fire_ns);
 		CHECK_EQ_U64(req[0].marker_tid, pid);
 		CHECK_STR(req[0].marker_name, "slow");
-		CHECKF(strstr(req[0].marker_detail, want), "marker \"%s\", want \"%s\"", req[0].marker_detail, want);
+		CHECKF(strstr(req[0].marker_detail, want), "marker \"%s\", want \"%s\"", req[0].marker_detail,
+		       want);
 	}
 	/* taken once */
 	triggers_tick(ts, due + NSEC_PER_SEC);
@@ -542,9 +557,11 @@ static void check_gone(void)
 	waitpid(b, NULL, 0);
 	/* a keeps its history (a record late in the window), b has none: it goes after the window */
 	{
-		struct hp_syscall e = { .hdr = { .ts = now + 20 * NSEC_PER_SEC, .type = HP_EV_SYSCALL,
-						 .size = sizeof(e) },
-					.tid = a, .pid = a };
+		struct hp_syscall e = {
+			.hdr = { .ts = now + 20 * NSEC_PER_SEC, .type = HP_EV_SYSCALL, .size = sizeof(e) },
+			.tid = a,
+			.pid = a
+		};
 
 		recorder_append(rec, &e.hdr);
 	}
@@ -562,7 +579,8 @@ static void check_gone(void)
 	snprintf(want, sizeof(want), "pid %d is gone and its history with it, no snapshot", b);
 	CHECKF(strstr(out, want), "a gone process was not reported (\"%s\")", want);
 	n = fake_snapsvc_requests(svc, &req);
-	CHECKF(n == 1 && req[0].pid == (uint32_t)a, "%zu snapshots asked for, want one of exited pid %d", n, a);
+	CHECKF(n == 1 && req[0].pid == (uint32_t)a, "%zu snapshots asked for, want one of exited pid %d", n,
+	       a);
 	wait_jobs();
 }
 
