@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
@@ -925,9 +926,21 @@ out:
 static void check_client_limit(void)
 {
 	enum { N = 256 };
-	struct hclient *c = calloc(N + 1, sizeof(*c));
+	struct hclient *c;
+	struct rlimit rl;
 	int opened = 0;
 
+	/* both ends of 257 connections live in this process */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 4 * N) {
+		rl.rlim_cur = MIN(rl.rlim_max, (rlim_t)4 * N);
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur < 3 * N) {
+		printf("the client limit is not checked: %llu fds are allowed here, it takes %d\n",
+		       (unsigned long long)rl.rlim_cur, 3 * N);
+		return;
+	}
+	c = calloc(N + 1, sizeof(*c));
 	if (!c)
 		return;
 	for (int i = 0; i <= N; i++)
