@@ -84,28 +84,36 @@ void loop_quit(struct loop *l)
 	l->quit = true;
 }
 
-int loop_run(struct loop *l)
+int loop_iterate(struct loop *l, int timeout_ms)
 {
 	struct epoll_event events[64];
+	int n = epoll_wait(l->epoll_fd, events, ARRAY_SIZE(events), timeout_ms);
 
+	if (n < 0) {
+		if (errno == EINTR)
+			return 0;
+		return log_error_errno(-errno, "epoll_wait failed: %m");
+	}
+	for (int i = 0; i < n; i++) {
+		struct io_source *src = events[i].data.ptr;
+		int r = src->dispatch(src, events[i].events);
+
+		if (r < 0)
+			return r;
+	}
+	/* what a dispatch closed is freed only now: a later event of the batch may name it */
+	if (l->after_batch)
+		l->after_batch(l->after_batch_ud);
+	return n;
+}
+
+int loop_run(struct loop *l)
+{
 	while (!l->quit) {
-		int n = epoll_wait(l->epoll_fd, events, ARRAY_SIZE(events), -1);
+		int r = loop_iterate(l, -1);
 
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return log_error_errno(-errno, "epoll_wait failed: %m");
-		}
-		for (int i = 0; i < n; i++) {
-			struct io_source *src = events[i].data.ptr;
-			int r = src->dispatch(src, events[i].events);
-
-			if (r < 0)
-				return r;
-		}
-		/* what a dispatch closed is freed only now: a later event of the batch may name it */
-		if (l->after_batch)
-			l->after_batch(l->after_batch_ud);
+		if (r < 0)
+			return r;
 	}
 	return 0;
 }

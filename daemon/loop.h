@@ -29,6 +29,10 @@ void loop_set_after_batch(struct loop *l, void (*fn)(void *ud), void *ud);
 
 /* Runs until loop_quit() or a dispatch fails (its -errno is returned). */
 int loop_run(struct loop *l);
+/* One batch: waits up to timeout_ms (epoll_wait's: -1 for ever, 0 not at all), dispatches
+ * what came and calls the after-batch function. Returns the events dispatched, or the
+ * -errno of a dispatch that failed. For a caller that drives the loop itself (tests). */
+int loop_iterate(struct loop *l, int timeout_ms);
 void loop_quit(struct loop *l);
 
 uint64_t now_boottime_ns(void);

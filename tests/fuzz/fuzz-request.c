@@ -1,218 +1,270 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * fuzz-request: the bytes are what a client writes to hostprofd's socket. They go
- * through the daemon's input path as daemon/control.c runs it (client_read,
- * process_input, handle_request): reads of at most one request frame into a struct
- * hp_buf, frame_peek() with HP_MAX_REQUEST, hostprof__request__unpack(), the hello /
- * version / body checks, the thread globs of watch and unwatch requests (checked and
- * compiled as the daemon does), and hp_buf_consume().
+ * fuzz-request: the bytes are what a client writes to hostprofd's socket, and they go to
+ * the real daemon/control.c: a control listening in a temporary directory with the real
+ * loop, recorder, snapshot store and triggers behind it and the fakes of
+ * tests/unit/fakes.h for watch and snapsvc (tests/unit/control-harness.c, as test-control
+ * runs it). Pid 1 is watched (a snapshot of it is a real snapshot job, forked) and the
+ * store holds 20260101T000000Z-1-preempt (the fixture) to fetch.
  *
- * The first byte picks how many bytes each read() returns (0: all there is room for),
- * so frames arrive split at every point. Besides ASan and UBSan, it checks that the
- * input buffer never grows past one request frame and that unpacking a request never
- * allocates more than REQUEST_ALLOC_MAX (protobuf-c is given a counting allocator, the
- * daemon passes NULL: the same code path).
+ * Each input is written to a fresh connection. The first byte says how many bytes each
+ * write carries (0: all that the socket takes), so frames arrive split at every point;
+ * after each write the loop runs until control is idle (nothing to do, no job running),
+ * reading what it answers. Then the client hangs up and control lets it go.
+ *
+ * Besides ASan and UBSan, it checks
+ *   - that control never buffers more than one request frame: no allocation while it
+ *     runs is larger than HP_FRAME_HDR + HP_MAX_REQUEST, but for the snapshot job's read
+ *     buffer (snapjob.c reserves 256 KiB more at each read: 256 or 512 KiB for the
+ *     fixture, whatever the input);
+ *   - that what one input makes control allocate is bounded: the peak of the heap
+ *     above where it started stays under PEAK_MAX (an unpacked request may cost up to 64
+ *     times the largest frame, as before, plus the client's buffers and a snapshot);
+ *   - that what comes back is framed Responses of at most HP_MAX_RESPONSE, streams are
+ *     chunks closed by an end that counts their bytes, and nothing follows a protocol
+ *     error but the end of the connection;
+ *   - that control settles: an input that keeps it busy for 5 s is a hang.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <sanitizer/allocator_interface.h>
+#include <sanitizer/common_interface_defs.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
-#include "framing.h"
-#include "glob.h"
+#include "control-harness.h"
+#include "fakes.h"
+#include "hps.h"
+#include "log.h"
+#include "loop.h"
+#include "macro.h"
+#include "recorder.h"
+#include "snapstore.h"
 
-/* What one unpacked request may cost: 64 times the largest frame. */
+#ifndef FUZZ_FIXTURE
+#error "build.sh defines FUZZ_FIXTURE: the path of tests/fixtures/stall.hps"
+#endif
+
+#define IN_BUF_MAX ((size_t)HP_FRAME_HDR + HP_MAX_REQUEST)
+#define JOB_READ_BUF ((size_t)256 * 1024)
 #define REQUEST_ALLOC_MAX (64 * (size_t)HP_MAX_REQUEST)
-#define IN_CAP_MAX (2 * (size_t)(HP_FRAME_HDR + HP_MAX_REQUEST))
+#define PEAK_MAX (REQUEST_ALLOC_MAX + IN_BUF_MAX + 3 * JOB_READ_BUF + 4 * (size_t)HP_CHUNK_SIZE)
+#define SETTLE_MS 5000
 
-#define CHECK(cond)                                                                           \
-	do {                                                                                  \
-		if (!(cond)) {                                                                \
-			fprintf(stderr, "fuzz-request: %s:%d: check failed: %s\n", __FILE__, \
-				__LINE__, #cond);                                            \
-			abort();                                                              \
-		}                                                                             \
+#define CHECK(cond)                                                                                    \
+	do {                                                                                           \
+		if (!(cond)) {                                                                         \
+			fprintf(stderr, "fuzz-request: %s:%d: check failed: %s\n", __FILE__, __LINE__, \
+				#cond);                                                                \
+			abort();                                                                       \
+		}                                                                                      \
 	} while (0)
 
-struct counting {
-	size_t live, peak;
-};
+static struct harness H;
 
-struct alloc_hdr {
-	size_t n;
-	max_align_t pad[];
-};
+/* ---- what control allocates while it runs (in the loop) ---- */
 
-static void *count_alloc(void *data, size_t n)
+static bool counting;
+static int64_t live, peak;
+
+static void on_malloc(const volatile void *p, size_t size)
 {
-	struct counting *c = data;
-	struct alloc_hdr *h = malloc(sizeof(*h) + n);
-
-	if (!h)
-		return NULL;
-	h->n = n;
-	c->live += n;
-	if (c->live > c->peak)
-		c->peak = c->live;
-	return h + 1;
-}
-
-static void count_free(void *data, void *p)
-{
-	struct counting *c = data;
-	struct alloc_hdr *h;
-
-	if (!p)
+	if (!__atomic_load_n(&counting, __ATOMIC_RELAXED))
 		return;
-	h = (struct alloc_hdr *)p - 1;
-	c->live -= h->n;
-	free(h);
-}
-
-struct client {
-	struct hp_buf in;
-	bool hello, closing, streaming;
-};
-
-/* A thread glob from a watch or unwatch request: daemon_add_glob() checks it and
- * capture_set_globs() compiles it for the kernel; user space runs the same automaton. */
-static void use_glob(const char *pat)
-{
-	struct hp_glob g;
-
-	if (!thread_glob_valid(pat))
-		return;
-	CHECK(strlen(pat) < HP_COMM_LEN);
-	if (thread_glob_compile(pat, &g) < 0)
-		return;
-	(void)thread_glob_run(&g, "acl_thread");
-	(void)thread_glob_run(&g, pat);
-}
-
-/* handle_request() of daemon/control.c, without the daemon behind it. */
-static void handle_request(struct client *cl, const uint8_t *data, size_t len)
-{
-	struct counting cnt = {};
-	ProtobufCAllocator alloc = { count_alloc, count_free, &cnt };
-	Hostprof__Request *req = hostprof__request__unpack(&alloc, len, data);
-
-	CHECK(cnt.peak <= REQUEST_ALLOC_MAX);
-	if (!req) {
-		CHECK(cnt.live == 0);
-		cl->closing = true; /* "malformed request" */
-		return;
+	if (size > IN_BUF_MAX && size != JOB_READ_BUF && size != 2 * JOB_READ_BUF) {
+		fprintf(stderr, "fuzz-request: an allocation of %zu bytes (one request frame is %zu)\n", size,
+			IN_BUF_MAX);
+		__sanitizer_print_stack_trace();
+		abort();
 	}
-	if (!cl->hello && req->body_case != HOSTPROF__REQUEST__BODY_HELLO) {
-		cl->closing = true; /* "the first message must be a hello" */
-		goto out;
+	int64_t now = __atomic_add_fetch(&live, (int64_t)size, __ATOMIC_RELAXED);
+
+	if (now > __atomic_load_n(&peak, __ATOMIC_RELAXED))
+		__atomic_store_n(&peak, now, __ATOMIC_RELAXED);
+}
+
+static void on_free(const volatile void *p)
+{
+	if (!__atomic_load_n(&counting, __ATOMIC_RELAXED) || !p ||
+	    !__sanitizer_get_ownership((const void *)p))
+		return;
+	__atomic_sub_fetch(&live, (int64_t)__sanitizer_get_allocated_size((const void *)p), __ATOMIC_RELAXED);
+}
+
+/* A snapshot job's child is not control. */
+static void on_fork_child(void)
+{
+	__atomic_store_n(&counting, false, __ATOMIC_RELAXED);
+}
+
+static void count_start(void)
+{
+	__atomic_store_n(&live, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&peak, 0, __ATOMIC_RELAXED);
+}
+
+/* One batch of the loop: control runs, and only then is counted (the client side of
+ * this process is not control). */
+static int pump(int timeout_ms)
+{
+	int n;
+
+	__atomic_store_n(&counting, true, __ATOMIC_RELAXED);
+	n = harness_pump(&H, timeout_ms);
+	__atomic_store_n(&counting, false, __ATOMIC_RELAXED);
+	return n;
+}
+
+static void count_stop(void)
+{
+	if (peak > (int64_t)PEAK_MAX) {
+		fprintf(stderr,
+			"fuzz-request: one input made control allocate %lld bytes at once (at most %zu)\n",
+			(long long)peak, PEAK_MAX);
+		abort();
 	}
-	switch (req->body_case) {
-	case HOSTPROF__REQUEST__BODY_HELLO:
-		CHECK(req->hello);
-		if (cl->hello || req->hello->protocol != HP_PROTOCOL_VERSION)
-			cl->closing = true;
-		else
-			cl->hello = true;
-		/* the daemon logs the version string it is given */
-		if (req->hello->version)
-			(void)strlen(req->hello->version);
+}
+
+/* ---- what comes back ---- */
+
+struct session {
+	bool refused; /* a protocol error came: nothing may follow */
+	bool streaming; /* chunks came, no end yet */
+	uint64_t streamed; /* their bytes */
+};
+
+static void check_response(struct session *s, const Hostprof__Response *resp)
+{
+	CHECK(!s->refused);
+	switch (resp->body_case) {
+	case HOSTPROF__RESPONSE__BODY_CHUNK:
+		CHECK(resp->chunk->data.len > 0 && resp->chunk->data.len <= HP_CHUNK_SIZE);
+		s->streaming = true;
+		s->streamed += resp->chunk->data.len;
+		return;
+	case HOSTPROF__RESPONSE__BODY_END:
+		CHECK(resp->end->has_bytes && resp->end->bytes == s->streamed);
+		s->streaming = false;
+		s->streamed = 0;
+		return;
+	case HOSTPROF__RESPONSE__BODY_ERROR:
+		CHECK(resp->error->message);
+		s->refused = resp->error->code == HOSTPROF__ERROR__CODE__PROTOCOL;
 		break;
-	case HOSTPROF__REQUEST__BODY_STATUS:
-		CHECK(req->status);
-		break;
-	case HOSTPROF__REQUEST__BODY_SNAPSHOT:
-		CHECK(req->snapshot);
-		(void)(req->snapshot->pid + (req->snapshot->has_window_ns ? req->snapshot->window_ns : 0));
-		cl->streaming = true; /* the daemon reads nothing more until the stream ends */
-		break;
-	case HOSTPROF__REQUEST__BODY_WATCH:
-		CHECK(req->watch);
-		if (req->watch->thread)
-			use_glob(req->watch->thread);
-		break;
-	case HOSTPROF__REQUEST__BODY_UNWATCH:
-		CHECK(req->unwatch);
-		if (req->unwatch->thread)
-			use_glob(req->unwatch->thread);
-		break;
-	case HOSTPROF__REQUEST__BODY_SNAPSHOTS:
-		CHECK(req->snapshots);
-		break;
-	case HOSTPROF__REQUEST__BODY_FETCH:
-		CHECK(req->fetch && req->fetch->name);
-		/* snapstore_find(): a name from the index, compared, never made a path */
-		if (!strcmp(req->fetch->name, "hostprof-1-20260101T000000Z-preempt"))
-			cl->streaming = true;
+	case HOSTPROF__RESPONSE__BODY_HELLO:
+	case HOSTPROF__RESPONSE__BODY_STATUS:
+	case HOSTPROF__RESPONSE__BODY_ACK:
+	case HOSTPROF__RESPONSE__BODY_SNAPSHOT_LIST:
 		break;
 	default:
-		cl->closing = true; /* "unknown request" */
+		CHECK(!"a response with no body");
 	}
-out:
-	hostprof__request__free_unpacked(req, &alloc);
-	CHECK(cnt.live == 0);
+	CHECK(!s->streaming); /* nothing comes between a stream's chunks and its end */
 }
 
-/* process_input() of daemon/control.c */
-static void process_input(struct client *cl)
+static void read_responses(struct hclient *c, struct session *s)
 {
-	const uint8_t *payload;
-	size_t len;
+	Hostprof__Response *resp;
 	int r;
 
-	while (!cl->closing && !cl->streaming) {
-		r = frame_peek(&cl->in, HP_MAX_REQUEST, &payload, &len);
-		if (r == 0)
-			return;
-		if (r < 0) {
-			CHECK(r == -EMSGSIZE || r == -EBADMSG);
-			cl->closing = true;
-			return;
-		}
-		CHECK(r == 1 && len > 0 && len <= HP_MAX_REQUEST);
-		CHECK(payload >= cl->in.data + cl->in.off && payload + len <= cl->in.data + cl->in.len);
-		handle_request(cl, payload, len);
-		hp_buf_consume(&cl->in, HP_FRAME_HDR + len);
+	r = hclient_fill(c); /* all there is, up to EOF */
+	CHECK(r >= 0 || r == -EAGAIN);
+	while ((r = hclient_pop(c, &resp)) == 1) {
+		check_response(s, resp);
+		hostprof__response__free_unpacked(resp, NULL);
 	}
+	CHECK(r == 0); /* -EBADMSG: not a framed Response */
+}
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000ULL + ts.tv_nsec / 1000000;
+}
+
+/* Run the loop until control has nothing to do and no job is running. */
+static void settle(struct hclient *c, struct session *s)
+{
+	uint64_t deadline = mono_ms() + SETTLE_MS;
+
+	for (;;) {
+		bool jobs = fake_snapsvc_in_flight(H.snapsvc) > 0;
+		int n = pump(jobs ? 5 : 0);
+
+		CHECK(n >= 0);
+		if (c)
+			read_responses(c, s);
+		if (n == 0 && !jobs)
+			return;
+		if (mono_ms() > deadline) {
+			fprintf(stderr, "fuzz-request: control did not settle in %d ms\n", SETTLE_MS);
+			abort();
+		}
+	}
+}
+
+static void stop(void)
+{
+	harness_stop(&H);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	Hostprof__Snapshot *snap = NULL;
+	struct proc_rec *p;
+	char name[96];
+
+	log_open("fuzz-request");
+	log_set_max_level(getenv("FUZZ_REQUEST_LOG") ? LOG_DEBUG : LOG_CRIT);
+	if (harness_start(&H, FUZZ_FIXTURE) < 0)
+		abort();
+	atexit(stop);
+	CHECK(recorder_watch(H.recorder, 1, HP_WATCH_PID, 0, now_boottime_ns(), &p) == 0);
+	CHECK(snapstore_ready(H.snapstore) == 0 && hps_unpack(H.hps, H.hps_len, &snap) == 0);
+	CHECK(snapstore_write(H.snapstore, snap, H.hps, H.hps_len, 0, 1, "preempt",
+			      1767225600ULL * NSEC_PER_SEC, name) == 0);
+	CHECK(snapstore_add(H.snapstore, name, 0, "", NULL) == 0);
+	CHECK(!strcmp(name, "20260101T000000Z-1-preempt"));
+	hps_free(snap);
+	CHECK(__sanitizer_install_malloc_and_free_hooks(on_malloc, on_free));
+	CHECK(pthread_atfork(NULL, NULL, on_fork_child) == 0);
+	return 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct client cl = {};
-	size_t chunk, off;
+	struct session s = {};
+	struct hclient c;
+	size_t chunk, off = 1;
 
 	if (size < 1)
 		return 0;
 	chunk = data[0] ? data[0] : SIZE_MAX;
-	off = 1;
-	/* client_read(): never buffer more than one request frame */
-	while (off < size && !cl.closing) {
-		size_t room = HP_FRAME_HDR + HP_MAX_REQUEST - hp_buf_pending(&cl.in);
-		size_t n;
+	fake_watch_reset(H.watch);
+	fake_snapsvc_reset(H.snapsvc);
+	count_start();
+	CHECK(hclient_connect(&H, &c) == 0);
+	while (off < size && !c.eof) {
+		ssize_t w = send(c.fd, data + off, MIN(chunk, size - off), MSG_NOSIGNAL | MSG_DONTWAIT);
 
-		if (cl.streaming)
-			cl.streaming = false; /* the snapshot was sent: on_client() reads again */
-		if (room == 0) {
-			process_input(&cl);
-			if (hp_buf_pending(&cl.in) == HP_FRAME_HDR + HP_MAX_REQUEST && !cl.closing &&
-			    !cl.streaming) {
-				/* a full buffer that holds no complete frame cannot happen */
-				CHECK(0);
-			}
-			continue;
-		}
-		CHECK(hp_buf_reserve(&cl.in, room) == 0);
-		CHECK(cl.in.cap <= IN_CAP_MAX);
-		n = size - off;
-		if (n > room)
-			n = room;
-		if (n > chunk)
-			n = chunk;
-		memcpy(cl.in.data + cl.in.len, data + off, n);
-		cl.in.len += n;
-		off += n;
-		process_input(&cl);
+		if (w > 0)
+			off += w;
+		else if (w < 0 && (errno == EPIPE || errno == ECONNRESET))
+			break; /* control closed it */
+		else
+			CHECK(w < 0 && (errno == EAGAIN || errno == EINTR)); /* full: control runs first */
+		settle(&c, &s);
 	}
-	hp_buf_free(&cl.in);
+	settle(&c, &s);
+	hclient_close(&c);
+	settle(NULL, NULL); /* the hang-up: control frees the client */
+	count_stop();
 	return 0;
 }

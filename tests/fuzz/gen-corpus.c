@@ -165,7 +165,7 @@ int main(int argc, char **argv)
 
 	b = (struct hp_buf){};
 	add_hello(&b, HP_PROTOCOL_VERSION);
-	add_snapshots_fetch(&b, "hostprof-1-20260101T000000Z-preempt");
+	add_snapshots_fetch(&b, "20260101T000000Z-1-preempt");
 	add_snapshots_fetch(&b, "../../etc/passwd");
 	request("hello-snapshots-fetch", 0, &b);
 
