@@ -101,7 +101,7 @@ static void client_close(struct client *cl)
 	cl->io.fd = -1;
 	if (cl->snap || cl->job)
 		cl->ctl->n_streams--;
-	snapjob_cancel(cl->job);
+	snapsvc_cancel(cl->job);
 	cl->job = NULL;
 	free(cl->snap);
 	cl->snap = NULL;

@@ -180,6 +180,11 @@ static int job_work(void *arg, struct hp_buf *out)
 	return r;
 }
 
+void snapsvc_cancel(struct snapjob *job)
+{
+	snapjob_cancel(job);
+}
+
 int snapsvc_start(struct snapsvc *svc, const struct snapshot_req *req, snapsvc_then_fn then, void *arg,
 		  snapjob_done_fn done, void *ud, struct snapjob **ret)
 {

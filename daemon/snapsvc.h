@@ -60,6 +60,8 @@ size_t snapsvc_drops(const struct snapsvc *svc, struct drop_count ret[HP_DROP_CA
  * req (and its markers) must stay valid until done is called. */
 int snapsvc_start(struct snapsvc *svc, const struct snapshot_req *req, snapsvc_then_fn then, void *arg,
 		  snapjob_done_fn done, void *ud, struct snapjob **ret);
+/* The caller is gone: done will not be called; the job finishes on its own. */
+void snapsvc_cancel(struct snapjob *job);
 /* Build it here and now, for a caller outside the loop (--record). */
 int snapsvc_build(struct snapsvc *svc, const struct snapshot_req *req, uint8_t **ret_data, size_t *ret_len,
 		  uint64_t *ret_events);

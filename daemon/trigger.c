@@ -56,7 +56,7 @@ struct trig {
 };
 
 struct pending {
-	size_t trig;
+	struct trigger_def def; /* as it fired: a reload may reorder or drop the triggers */
 	uint32_t pid, tid;
 	uint64_t fire_ns, due_ns, realtime_ns;
 	uint32_t culprit_pid;
@@ -175,7 +175,7 @@ static void fire(struct triggers *ts, size_t ti, const struct proc_rec *p, uint3
 	}
 	pd = &ts->pending[ts->n_pending++];
 	*pd = (struct pending){
-		.trig = ti,
+		.def = t->def,
 		.pid = p->info.pid,
 		.tid = tid,
 		.fire_ns = ts_ns,
@@ -441,25 +441,25 @@ out:
 
 static void take(struct triggers *ts, const struct pending *pd)
 {
-	const struct trig *t = &ts->t[pd->trig];
+	const struct trigger_def *def = &pd->def;
 	struct proc_rec *p = recorder_find(ts->recorder, pd->pid);
 	struct take *tk;
 	int r;
 
 	if (!p) {
-		log_warning("trigger %s: pid %u is gone and its history with it, no snapshot", t->def.name, pd->pid);
+		log_warning("trigger %s: pid %u is gone and its history with it, no snapshot", def->name, pd->pid);
 		return;
 	}
 	r = snapstore_ready(ts->snapstore);
 	if (r < 0) {
 		log_error_errno(r, "trigger %s: cannot use the snapshot directory %s (%m), the snapshot of pid %u is lost",
-				t->def.name, snapstore_dir(ts->snapstore), pd->pid);
+				def->name, snapstore_dir(ts->snapstore), pd->pid);
 		return;
 	}
 	tk = calloc(1, sizeof(*tk));
 	if (!tk)
 		return;
-	*tk = (struct take){ .ts = ts, .def = t->def, .pd = *pd, .owner = p->info.cred };
+	*tk = (struct take){ .ts = ts, .def = *def, .pd = *pd, .owner = p->info.cred };
 	/* a process that changed credentials at an exec: its snapshots are root's alone */
 	if (p->cred_change_ns)
 		tk->owner.dumpable = false;
@@ -484,7 +484,7 @@ static void take(struct triggers *ts, const struct pending *pd)
 	/* built and written in a child: the loop goes on draining meanwhile */
 	r = snapsvc_start(ts->snapsvc, &tk->req, take_then, tk, take_done, tk, NULL);
 	if (r < 0) {
-		log_error_errno(r, "trigger %s: failed to start the snapshot of pid %u: %m", t->def.name, pd->pid);
+		log_error_errno(r, "trigger %s: failed to start the snapshot of pid %u: %m", def->name, pd->pid);
 		free(tk);
 	}
 }

@@ -139,7 +139,7 @@ NINJA
 	for f in $lib_src; do
 		ctl_objs+=" obj/lib_$f.o"
 	done
-	for f in control.c log.c loop.c procfs.c recorder.c settings.c snapstore.c trigger.c snapjob.c; do
+	for f in control.c log.c loop.c procfs.c recorder.c records.c settings.c snapstore.c trigger.c snapjob.c; do
 		[ "$f" = settings.c ] || {
 			echo "build obj/daemon_$f.o: cc \$top/daemon/$f $gen"
 			echo "  extra = -fsanitize=fuzzer-no-link"

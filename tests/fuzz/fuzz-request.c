@@ -230,7 +230,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	CHECK(snapstore_ready(H.snapstore) == 0 && hps_unpack(H.hps, H.hps_len, &snap) == 0);
 	CHECK(snapstore_write(H.snapstore, snap, H.hps, H.hps_len, 0, 1, "preempt",
 			      1767225600ULL * NSEC_PER_SEC, name) == 0);
-	CHECK(snapstore_add(H.snapstore, name, 0, "", NULL) == 0);
+	CHECK(snapstore_add(H.snapstore, name, CRED(0), "", NULL) == 0);
 	CHECK(!strcmp(name, "20260101T000000Z-1-preempt"));
 	hps_free(snap);
 	CHECK(__sanitizer_install_malloc_and_free_hooks(on_malloc, on_free));

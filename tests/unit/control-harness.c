@@ -160,7 +160,7 @@ int harness_start(struct harness *h, const char *fixture)
 
 	h->loop = loop_new();
 	h->recorder = recorder_new(&lim);
-	h->watch = watch_new(NULL, h->recorder, NULL);
+	h->watch = watch_new(NULL, h->recorder, NULL, NULL);
 	h->snapsvc = snapsvc_new(h->loop, NULL, h->recorder, NULL);
 	h->snapstore = snapstore_new(h->store_dir, 16, 64 << 20);
 	h->triggers = h->snapsvc && h->snapstore ? triggers_new(h->recorder, h->snapsvc, h->snapstore) : NULL;

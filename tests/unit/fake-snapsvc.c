@@ -160,7 +160,7 @@ int snapsvc_start(struct snapsvc *svc, const struct snapshot_req *req, snapsvc_t
 	*j = (struct fake_job){
 		.svc = svc, .then = then, .arg = arg, .done = done, .ud = ud, .gated = svc->gate[1] >= 0
 	};
-	r = snapjob_start(svc->loop, fake_work, j, fake_done, j, ret);
+	r = snapjob_start(svc->loop, SNAPSVC_CPU_LIMIT_S, fake_work, j, fake_done, j, ret);
 	if (r < 0) {
 		free(j);
 		return r;
@@ -248,4 +248,9 @@ size_t fake_snapsvc_in_flight(const struct snapsvc *svc)
 uint64_t fake_snapsvc_catch_ups(const struct snapsvc *svc)
 {
 	return svc->catch_ups;
+}
+
+void snapsvc_cancel(struct snapjob *job)
+{
+	snapjob_cancel(job);
 }

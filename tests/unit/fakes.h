@@ -20,8 +20,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <unistd.h>
+
 #include "counts.h"
 #include "hostprof.h"
+#include "procfs.h"
+
+/* The credentials of an ordinary process of uid (its gid: the test's own, or uid's own
+ * number, as the tests' children take it), dumpable: whom an automatic snapshot belongs to. */
+static inline struct proc_cred test_cred(uint32_t uid)
+{
+	uint32_t gid = uid == getuid() ? getgid() : uid;
+
+	return (struct proc_cred){ uid, uid, uid, uid, gid, gid, gid, gid, true };
+}
+#define CRED(uid) (&(struct proc_cred[1]){ test_cred(uid) }[0])
 
 struct snapsvc;
 struct watch;

@@ -238,6 +238,10 @@ static int spawn_idle(uid_t uid, pid_t *ret)
 		if (uid != getuid() &&
 		    (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0))
 			e = errno;
+		/* a credential change without an exec leaves a process undumpable (as
+		 * suid_dumpable says); what a user runs is exec'd, and dumpable again */
+		if (!e && prctl(PR_SET_DUMPABLE, 1) < 0)
+			e = errno;
 		(void)!write(fds[1], &e, sizeof(e));
 		if (e)
 			_exit(1);
@@ -289,7 +293,7 @@ static bool add_entry(uint32_t pid, uint32_t uid, const char *trigger, uint64_t 
 	if (r >= 0)
 		r = snapstore_write(H.snapstore, snap, H.hps, H.hps_len, 0, pid, trigger, realtime_ns, name);
 	if (r >= 0)
-		r = snapstore_add(H.snapstore, name, uid, summary, &e);
+		r = snapstore_add(H.snapstore, name, CRED(uid), summary, &e);
 	hps_free(snap);
 	CHECKF(r >= 0 && e, "an automatic snapshot of pid %u: %s", pid, strerror(-r));
 	if (r < 0 || !e)
@@ -885,7 +889,7 @@ static void check_stalled(uint32_t self)
 	CHECK(fp && data && fwrite(data, 1, big, fp) == big);
 	if (fp)
 		fclose(fp);
-	CHECK(snapstore_add(H.snapstore, name, getuid(), "", &e) == 0 && e);
+	CHECK(snapstore_add(H.snapstore, name, CRED(getuid()), "", &e) == 0 && e);
 	if (!e || !open_client(&c))
 		goto out;
 	hreq_fetch(&req, &f, name);
@@ -1200,7 +1204,7 @@ static int part_auth(void)
 	int r, status = 0;
 	size_t n;
 
-	if (proc_read_info(1, &init) < 0 || init.uid != 0 || init.euid != 0) {
+	if (proc_read_info(1, &init) < 0 || init.cred.uid != 0 || init.cred.euid != 0) {
 		printf("SKIP: pid 1 is not root's here: no process of another uid to be refused\n");
 		return EXIT_SKIP;
 	}

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "fakes.h"
 #include "formats.h"
 #include "hps.h"
 #include "log.h"
@@ -88,7 +89,7 @@ static bool put(struct snapstore *st, uint32_t pid, const char *trigger, uint64_
 	CHECKF(r == 0, "snapstore_write(%u, %s): %s", pid, trigger, strerror(-r));
 	if (r < 0)
 		return false;
-	r = snapstore_add(st, ret_name, uid, "a summary", &e);
+	r = snapstore_add(st, ret_name, CRED(uid), "a summary", &e);
 	CHECKF(r == 0, "snapstore_add(%s): %s", ret_name, strerror(-r));
 	return r == 0;
 }
@@ -122,12 +123,12 @@ static void check_write_add_read(void)
 	CHECK_EQ_U64(files_in(dir), 1); /* no temporary file left */
 	/* written is not indexed */
 	CHECK(snapstore_find(st, name) == NULL);
-	CHECK_EQ_INT(snapstore_add(st, name, 1000, "the verdict", &e), 0);
+	CHECK_EQ_INT(snapstore_add(st, name, CRED(1000), "the verdict", &e), 0);
 	CHECK(e && e == snapstore_find(st, name));
 	if (e) {
 		CHECK_STR(e->trigger, "acl_preempt");
 		CHECK_EQ_U64(e->pid, 4242);
-		CHECK_EQ_U64(e->uid, 1000);
+		CHECK_EQ_U64(e->owner.uid, 1000);
 		CHECK_EQ_U64(e->realtime_ns, T0 + 3723 * NSEC_PER_SEC);
 		CHECK_EQ_U64(e->bytes, fixture_len);
 		CHECK(e->n_exts == 1 && !strcmp(e->exts[0], ".hps"));
@@ -187,7 +188,7 @@ static void check_names(void)
 		return;
 	CHECK(put(st, 12, "trig", T0, 1000, 0, name));
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
-		CHECKF(snapstore_add(st, bad[i], 0, "", NULL) == -EINVAL, "snapstore_add took \"%s\"",
+		CHECKF(snapstore_add(st, bad[i], CRED(0), "", NULL) == -EINVAL, "snapstore_add took \"%s\"",
 		       bad[i]);
 		CHECKF(snapstore_find(st, bad[i]) == NULL, "found \"%s\"", bad[i]);
 	}
@@ -288,7 +289,10 @@ static void check_reconfigure(void)
 	char a[PATH_MAX + 32], b[PATH_MAX + 32], in_a[96], in_b[2][96], junk[96];
 	const struct snap_entry *e;
 	struct snapstore *st, *writer;
-	uint32_t owner = snap->n_processes && snap->processes[0]->has_uid ? snap->processes[0]->uid : 0;
+	/* the fixture's Process has its uid only (it predates the full credentials): such a
+	 * snapshot is root's, whatever uid it names */
+	const Hostprof__Process *fp = snap->n_processes ? snap->processes[0] : NULL;
+	uint32_t owner = fp && fp->has_euid && fp->has_gid && fp->has_dumpable && fp->dumpable ? fp->uid : 0;
 	static const char *const junk_names[] = { "junk.hps", "20260101T000000Z-12-bad!.hps", "notes.txt",
 						  "20260101T000000Z-12-trig.txt", ".hps" };
 	FILE *f;
@@ -334,13 +338,13 @@ static void check_reconfigure(void)
 	CHECK_EQ_U64(snapstore_count(st), 3);
 	/* oldest first; the owner is the one in each .hps (root when it cannot be read) */
 	e = snapstore_at(st, 0);
-	CHECK(e && !strcmp(e->name, in_b[0]) && e->uid == owner && e->bytes == fixture_len && e->n_exts == 1);
+	CHECK(e && !strcmp(e->name, in_b[0]) && e->owner.uid == owner && e->bytes == fixture_len && e->n_exts == 1);
 	e = snapstore_at(st, 1);
-	CHECK(e && !strcmp(e->name, in_b[1]) && e->uid == owner && e->n_exts == 2 && e->summary[0] == 0);
+	CHECK(e && !strcmp(e->name, in_b[1]) && e->owner.uid == owner && e->n_exts == 2 && e->summary[0] == 0);
 	CHECK(e && e->bytes == (uint64_t)(size_of(path_in(b, in_b[1], ".hps")) +
 					  size_of(path_in(b, in_b[1], ".txt"))));
 	e = snapstore_at(st, 2);
-	CHECK(e && !strcmp(e->name, junk) && e->uid == 0 && e->pid == 22);
+	CHECK(e && !strcmp(e->name, junk) && e->owner.uid == 0 && e->pid == 22);
 	/* back to a: read anew, what was added there is found */
 	CHECK_EQ_INT(snapstore_reconfigure(st, a, 10, 1 << 30), 0);
 	CHECK_EQ_INT(snapstore_ready(st), 0);
@@ -348,7 +352,7 @@ static void check_reconfigure(void)
 	e = snapstore_find(st, in_a);
 	CHECK(e != NULL);
 	if (e) /* its .hps is the fixture: the owner comes from it now */
-		CHECK_EQ_U64(e->uid, owner);
+		CHECK_EQ_U64(e->owner.uid, owner);
 	snapstore_free(st);
 }
 
