@@ -257,6 +257,25 @@ static bool all_times_ok(const Hostprof__Snapshot *s)
 	       (!s->locks || times_ok(t0, s->locks->ts_delta, s->locks->dur_ns, s->locks->n_ts_delta));
 }
 
+/* The Python threads' frames are indexes into their table; eval_entry, when there, is one per frame. */
+static bool python_ok(const Hostprof__Snapshot *s)
+{
+	const Hostprof__PythonState *py = s->python;
+
+	if (!all_set((void *const *)py->threads, py->n_threads) || !all_set((void *const *)py->frames, py->n_frames))
+		return false;
+	for (size_t i = 0; i < py->n_threads; i++) {
+		const Hostprof__PythonThread *t = py->threads[i];
+
+		if ((t->n_frames && !t->frames) || (t->n_eval_entry && t->n_eval_entry != t->n_frames))
+			return false;
+		for (size_t k = 0; k < t->n_frames; k++)
+			if (!IDX_OK(t->frames[k], py->n_frames))
+				return false;
+	}
+	return true;
+}
+
 /* What every exporter may rely on: no missing entries, tables line up, indexes stay in
  * range, and absolute times do not wrap. */
 static bool snapshot_consistent(const Hostprof__Snapshot *s)
@@ -284,6 +303,8 @@ static bool snapshot_consistent(const Hostprof__Snapshot *s)
 	if (s->faults && !faults_ok(s))
 		return false;
 	if (s->locks && !locks_ok(s))
+		return false;
+	if (s->python && !python_ok(s))
 		return false;
 	return stacks_ok(s) && all_times_ok(s); /* after the lengths: dur_ns is as long as ts_delta */
 }
