@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Python stacks of CPython 3.8-3.13 processes, read from their memory.
+ *
+ * A process is CPython when its executable or a mapped libpython defines _PyRuntime in
+ * .dynsym (Debian's stripped build too). Its version comes from Py_Version (3.11+), the
+ * libpython file name, or the PY_VERSION string in .rodata; the layouts of that version from
+ * a table taken from CPython's headers, checked against the interpreter's own
+ * _Py_DebugOffsets from 3.13. Each thread state of each interpreter (not only the GIL holder)
+ * gives its native tid and its frames, innermost first; each frame's code object gives the
+ * qualified name, the file, and the current line through its line table.
+ *
+ * Memory is read with process_vm_readv (CAP_SYS_PTRACE): the process is never stopped, so a
+ * thread that runs while it is read may show a torn innermost frame, which the checks then
+ * catch (every object's type is compared with the interpreter's own type objects). Every read
+ * is bounded, every chain has a limit, and the whole read has a time budget. What cannot be
+ * read is said ("python stack unreadable", and why), never guessed: the process keeps its
+ * native stacks.
+ *
+ * This reads memory and files the watched process controls: call it off the event loop (a
+ * snapshot job's child, the worker). The code objects are cached per py_proc, and each cached
+ * entry is checked against the object's current fields before it is used again.
+ */
+#ifndef HOSTPROF_PYTHON_H
+#define HOSTPROF_PYTHON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "snapshot.pb-c.h"
+
+struct py_limits {
+	uint64_t budget_ns; /* the whole read, from its start */
+	uint32_t max_threads; /* thread states, all interpreters */
+	uint32_t max_frames; /* per thread */
+};
+
+#define PY_BUDGET_NS_DEFAULT (500 * 1000 * 1000ull)
+#define PY_THREADS_MAX_DEFAULT 4096
+#define PY_FRAMES_MAX_DEFAULT 1024 /* above CPython's default recursion limit (1000) */
+
+/* Counted per process over its py_proc's life. */
+struct py_counts {
+	uint64_t reads, bytes_read, read_failures;
+	uint64_t code_hits, code_misses, code_stale; /* stale: a cached code object had changed */
+	uint64_t code_unreadable; /* a frame's code pointer was not a code object */
+	uint64_t stacks_unreadable; /* thread stacks that stopped at something unreadable */
+	uint64_t lines_unknown; /* frames whose line could not be found */
+};
+
+/* PythonState.status (proto/snapshot.proto) */
+#define PY_STATUS_OK 1
+#define PY_STATUS_PARTIAL 2 /* some threads' stacks, or some threads, could not be read */
+#define PY_STATUS_UNREADABLE 3
+
+struct py_proc;
+
+/*
+ * Looks at pid: its maps, the ELF files of its executable and libpython, and its runtime.
+ * Always makes a py_proc (NULL + errno only for ENOMEM); py_proc_kind() says what it found.
+ */
+struct py_proc *py_proc_open(uint32_t pid);
+void py_proc_free(struct py_proc *p);
+
+/* 0: not Python (nothing to show); PY_STATUS_UNREADABLE with why; PY_STATUS_OK: CPython. */
+int py_proc_kind(const struct py_proc *p, const char **ret_why);
+/* "3.11.7", and the file with _PyRuntime, once it is CPython */
+const char *py_proc_version(const struct py_proc *p);
+const struct py_counts *py_proc_counts(const struct py_proc *p);
+
+/*
+ * Where a BPF walk's (code object, instruction offset) pairs come in: the function, file and
+ * line of code object `code` at offset lasti (what the frame holds: from 3.11 the instruction
+ * pointer minus the code's first instruction in code units; 3.10 f_lasti; 3.8/3.9 f_lasti in
+ * bytes). The cache is checked against the object's current fields first. Strings are valid
+ * until the next call on p. -EBADMSG: not a code object (any more); -ESRCH: gone.
+ */
+struct py_location {
+	const char *function, *file;
+	uint32_t line, first_line;
+};
+int py_proc_resolve(struct py_proc *p, uint64_t code, int64_t lasti, struct py_location *ret);
+
+/*
+ * Every thread's Python stack at this instant, as the snapshot's message: *ret is NULL when
+ * the process is not Python at all, else a PythonState whose status says what could be read.
+ * -ENOMEM only. Free it with python_state_free.
+ */
+int py_proc_read_state(struct py_proc *p, const struct py_limits *lim, Hostprof__PythonState **ret);
+void python_state_free(Hostprof__PythonState *st);
+
+/* The same for a pid, with a py_proc of its own (a snapshot job). */
+int python_read_state(uint32_t pid, const struct py_limits *lim, Hostprof__PythonState **ret);
+
+#endif
