@@ -9,6 +9,7 @@
 #include "jsonw.h"
 #include "macro.h"
 #include "report_internal.h"
+#include "report_python.h"
 
 /* "count", "time_ns", "max_ns" */
 static void json_tally(struct jsonw *j, const struct tally *t)
@@ -718,6 +719,7 @@ int snapshot_report_json(const Hostprof__Snapshot *snap, FILE *out)
 		jsonw_end_object(j);
 	}
 	jsonw_end_array(j);
+	report_python_json(snap, j);
 	json_capture(&m, j);
 	jsonw_end_object(j);
 	fputc('\n', out);

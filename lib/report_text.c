@@ -8,6 +8,7 @@
 #include "hps.h"
 #include "macro.h"
 #include "report_internal.h"
+#include "report_python.h"
 
 #define STACK_INDENT 32 /* frames under the off-CPU columns */
 #define LOCK_STACK_INDENT 38 /* under the lock column */
@@ -511,6 +512,7 @@ int snapshot_report_text(const Hostprof__Snapshot *snap, FILE *out)
 		if (m.t[i].active)
 			text_thread(&m, &m.t[i], out);
 	text_idle_threads(&m, out);
+	report_python_text(snap, out);
 	text_capture(&m, out);
 	model_free(&m);
 	return report_flush(out);
