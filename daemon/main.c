@@ -67,6 +67,7 @@ int daemon_apply_settings(struct daemon *d)
 		.sample_hz = s->sample_hz,
 		.irq_min_ns = s->irq_min_ns,
 		.lock_min_ns = s->lock_min_ns,
+		.python = s->python,
 	};
 	unsigned missing;
 	bool any_cpu = false;

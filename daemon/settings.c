@@ -38,6 +38,7 @@ enum {
 	OPT_INTERFERENCE,
 	OPT_IRQ_MIN_US,
 	OPT_LOCK_MIN_US,
+	OPT_PYTHON,
 	OPT_CPUS,
 	OPT_SNAPSHOT_DIR,
 	OPT_MAX_SNAPSHOTS,
@@ -77,6 +78,7 @@ static const struct key keys[] = {
 	{ "interference", "interference", OPT_INTERFERENCE, false },
 	{ "irq_min_us", "irq-min-us", OPT_IRQ_MIN_US, false },
 	{ "lock_min_us", "lock-min-us", OPT_LOCK_MIN_US, false },
+	{ "python", "python", OPT_PYTHON, false },
 	{ "cpus", "cpus", OPT_CPUS, false },
 	{ "snapshot_dir", "snapshot-dir", OPT_SNAPSHOT_DIR, false },
 	{ "max_snapshots", "max-snapshots", OPT_MAX_SNAPSHOTS, false },
@@ -115,6 +117,8 @@ static const char usage_text[] =
 	"                         x86); 'all' or 'none' (default " HOSTPROF_DEFAULT_INTERFERENCE ")\n"
 	"  --irq-min-us N         record interrupts at or above N us (default 0: all)\n"
 	"  --lock-min-us N        record kernel lock waits at or above N us (default 0: all)\n"
+	"  --python yes|no        read every thread's Python stack of a CPython 3.8-3.13\n"
+	"                         process at each snapshot (default yes)\n"
 	"  --cpus LIST            also record every task on these CPUs, e.g. 0-3,8 (default none)\n"
 	"  --snapshot-dir DIR     automatic snapshots (default /var/lib/hostprof/snapshots)\n"
 	"  --max-snapshots N      automatic snapshots kept (default 100)\n"
@@ -542,6 +546,9 @@ static int settings_set(struct settings *s, int opt, const char *v, const char *
 			return -EINVAL;
 		*(opt == OPT_IRQ_MIN_US ? &s->irq_min_ns : &s->lock_min_ns) = u * NSEC_PER_USEC;
 		return 0;
+	case OPT_PYTHON:
+		*why = "must be yes or no";
+		return parse_bool(v, &s->python) ? 0 : -EINVAL;
 	case OPT_CPUS:
 		*why = "must be a CPU list like 0-3,8 (CPUs below 1024)";
 		r = parse_cpu_list(v, s->cpus);
@@ -673,6 +680,7 @@ static int load_defaults(struct settings *s)
 		.syscall_min_ns = 200 * NSEC_PER_USEC,
 		.offcpu_min_ns = 200 * NSEC_PER_USEC,
 		.sample_hz = 99,
+		.python = true,
 	};
 	{
 		_cleanup_free_ char *bad = NULL;

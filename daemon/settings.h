@@ -58,6 +58,7 @@ struct settings {
 	unsigned interference; /* HP_INTF_* mask */
 	uint64_t irq_min_ns;
 	uint64_t lock_min_ns;
+	bool python; /* read CPython processes' Python stacks at each snapshot */
 	uint64_t cpus[16]; /* --cpus mask: bit i of cpus[i / 64]; HP_MAX_CPUS bits */
 	char *cpus_text;   /* as given, for status */
 	bool force_raw_tp;

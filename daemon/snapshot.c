@@ -1508,6 +1508,7 @@ int snapshot_build(const struct proc_rec *p, const struct snapshot_ctx *ctx, uin
 	b.snap.lock_min_ns = ctx->lock_min_ns;
 	b.snap.markers = (Hostprof__Marker **)ctx->markers;
 	b.snap.n_markers = ctx->n_markers;
+	b.snap.python = (Hostprof__PythonState *)ctx->python;
 	if (b.a.err) {
 		r = b.a.err;
 		goto out;

@@ -28,6 +28,8 @@ struct snapshot_ctx {
 	uint64_t irq_min_ns, lock_min_ns;
 	Hostprof__Marker *const *markers;
 	size_t n_markers;
+	/* Every thread's Python stack, read at the build (daemon/python.h), or NULL. */
+	const Hostprof__PythonState *python;
 	/* Symbolization, or NULL for bare addresses: returns 1 with a function, 0 without. */
 	int (*resolve)(void *ud, uint32_t pid, uint64_t addr, bool kernel, struct sym_result *ret);
 	void *resolve_ud;

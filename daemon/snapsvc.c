@@ -10,6 +10,7 @@
 #include "capture.h"
 #include "framing.h"
 #include "macro.h"
+#include "python.h"
 #include "snapshot.h"
 #include "snapsvc.h"
 #include "symbolize.h"
@@ -139,6 +140,8 @@ static int build(struct snapsvc *svc, const struct collected *col, uint8_t **ret
 		.markers = req->markers,
 		.n_markers = req->n_markers,
 	};
+	Hostprof__PythonState *python = NULL;
+	int r;
 
 	if (svc->symbolizer) {
 		/* mappings noted since the last tick: read them here, off the loop */
@@ -147,7 +150,16 @@ static int build(struct snapsvc *svc, const struct collected *col, uint8_t **ret
 		ctx.resolve = resolve_frame;
 		ctx.resolve_ud = svc->symbolizer;
 	}
-	return snapshot_build(req->p, &ctx, ret_data, ret_len, ret_events);
+	if (svc->params.python && !req->p->exit_ns) {
+		/* every thread's Python stack, now: off the loop, within its own time budget */
+		r = python_read_state(req->p->info.pid, NULL, &python);
+		if (r < 0)
+			return r;
+		ctx.python = python;
+	}
+	r = snapshot_build(req->p, &ctx, ret_data, ret_len, ret_events);
+	python_state_free(python);
+	return r;
 }
 
 int snapsvc_build(struct snapsvc *svc, const struct snapshot_req *req, uint8_t **ret_data, size_t *ret_len,

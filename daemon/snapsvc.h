@@ -30,6 +30,7 @@ struct snapsvc_params {
 	uint64_t syscall_min_ns, offcpu_min_ns;
 	uint32_t sample_hz;
 	uint64_t irq_min_ns, lock_min_ns;
+	bool python; /* read a CPython process's Python stacks at the build (the `python` setting) */
 };
 
 struct snapshot_req {
