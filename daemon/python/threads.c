@@ -183,9 +183,13 @@ static int frame_code(struct walk *w, uint64_t addr, struct py_code **ret)
 	uint8_t head[4096];
 	int r;
 
-	if (!py_ptr_ok(addr))
+	if (!py_ptr_ok(addr)) {
+		w->m->counts->code_unreadable++;
 		return -EBADMSG;
+	}
 	r = py_mem_read(w->m, addr, head, w->t->off.co_size);
+	if (r == -EFAULT)
+		w->m->counts->code_unreadable++;
 	if (r < 0)
 		return r == -EFAULT ? -EBADMSG : r;
 	return py_code_get(w->cache, w->m, w->t, addr, head, ret);
