@@ -222,7 +222,7 @@ int py_elf_version_strings(struct py_elf *e, uint32_t *ret_minors, unsigned ret_
 		/* PY_VERSION, alone or as the tail of a longer string the linker merged it into */
 		if (p[i] != '3' || (i && (isdigit((unsigned char)p[i - 1]) || p[i - 1] == '.')))
 			continue;
-		if (!parse_version(p + i, len - i, &minor, &micro) || minor < 8 || minor > 13)
+		if (!parse_version(p + i, len - i, &minor, &micro) || minor < 6 || minor > 15)
 			continue;
 		minors |= 1u << minor;
 		ret_micro[minor] = micro;

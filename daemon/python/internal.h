@@ -171,7 +171,7 @@ void py_elf_close(struct py_elf *e);
 int py_elf_dynsyms(struct py_elf *e, struct py_elf_sym *syms, size_t n);
 /* The load bias of a mapping of the file at file offset map_offset that starts at map_start. */
 int py_elf_bias(const struct py_elf *e, uint64_t map_start, uint64_t map_offset, uint64_t *ret);
-/* The minors 8..13 of "3.N.M" strings in .rodata (PY_VERSION, often the tail of a path):
+/* The minors 6..15 of "3.N.M" strings in .rodata (PY_VERSION, often the tail of a path):
  * a bit per minor, and the micro of the last one seen per minor. */
 int py_elf_version_strings(struct py_elf *e, uint32_t *ret_minors, unsigned ret_micro[16]);
 

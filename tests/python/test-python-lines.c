@@ -63,7 +63,8 @@ static int check_file(const char *path)
 				continue;
 			got = py_line_for(kind, table, len, first, off);
 			offsets++;
-			CHECKF(got == want, "%s: 3.%u %s (first line %u) at %lld: line %u, the interpreter says %u", path,
+			CHECKF(got == want,
+			       "%s: 3.%u %s (first line %u) at %lld: line %u, the interpreter says %u", path,
 			       minor, name, first, off, got, want);
 		}
 		/* nothing run yet: the first line, as PyCode_Addr2Line says */

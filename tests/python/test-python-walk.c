@@ -142,7 +142,8 @@ static size_t line_table(uint8_t *out, unsigned n_instr)
 
 #define CODE_UNITS 16
 
-static uint64_t make_code_at(uint64_t a, const char *name, const char *qualname, const char *file, uint32_t first)
+static uint64_t make_code_at(uint64_t a, const char *name, const char *qualname, const char *file,
+			     uint32_t first)
 {
 	const struct py_offsets *o = &tg.off;
 	uint8_t lt[4 * CODE_UNITS];
@@ -164,7 +165,8 @@ static uint64_t make_code_at(uint64_t a, const char *name, const char *qualname,
 
 static uint64_t make_code(const char *name, const char *qualname, const char *file, uint32_t first)
 {
-	size_t size = tg.off.co_code_adaptive >= 0 ? (size_t)tg.off.co_code_adaptive + 2 * CODE_UNITS : tg.off.co_size;
+	size_t size = tg.off.co_code_adaptive >= 0 ? (size_t)tg.off.co_code_adaptive + 2 * CODE_UNITS :
+						     tg.off.co_size;
 
 	return make_code_at(fake_alloc(size), name, qualname, file, first);
 }
@@ -297,7 +299,8 @@ static void test_chain(unsigned minor)
 	bool qual = minor >= 11;
 
 	fake_reset(minor);
-	tid = tg.off.ts_native_tid >= 0 ? (uint64_t)getpid() : 0; /* before 3.11 no tid without glibc's help */
+	tid = tg.off.ts_native_tid >= 0 ? (uint64_t)getpid() :
+					  0; /* before 3.11 no tid without glibc's help */
 	ts2 = make_tstate(interp_addr, 0, chain(NULL), 999999999); /* not a thread of ours: tid 0 */
 	ts1 = make_tstate(interp_addr, ts2, chain(NULL), tid);
 	set_threads(ts1);
@@ -309,8 +312,8 @@ static void test_chain(unsigned minor)
 	for (size_t i = 0; i < d.n_threads; i++) {
 		const struct py_thread *th = &d.threads[i];
 
-		CHECKF(th->n_frames == 3 && !th->error, "3.%u thread %zu: %zu frames, %s", minor, i, th->n_frames,
-		       th->error ? th->error : "");
+		CHECKF(th->n_frames == 3 && !th->error, "3.%u thread %zu: %zu frames, %s", minor, i,
+		       th->n_frames, th->error ? th->error : "");
 		if (th->n_frames != 3)
 			continue;
 		CHECK_STR(th->frames[0].code->function, "inner");
@@ -420,7 +423,8 @@ static void test_nowhere(void)
 	py_dump_done(&d);
 	/* an ASCII string with a byte past 0x7f is no string either */
 	bad = make_code("x", "x", FILE_PY, 1);
-	fk.mem[py_u64(fk.mem + (bad - FAKE_BASE), tg.off.co_filename) - FAKE_BASE + tg.off.str_ascii_size] = 0xc3;
+	fk.mem[py_u64(fk.mem + (bad - FAKE_BASE), tg.off.co_filename) - FAKE_BASE + tg.off.str_ascii_size] =
+		0xc3;
 	put64(f + tg.off.fr_code, bad);
 	CHECK_EQ_INT(walk(&c, &lim, &d), 0);
 	CHECK(d.threads[0].error && d.threads[0].n_frames == 0);
@@ -510,7 +514,8 @@ static void test_bounds(void)
 	}
 	/* a line table over its bound: the name stays, the line is not known */
 	code = make_code("big", "big", FILE_PY, 7);
-	put64(py_u64(fk.mem + (code - FAKE_BASE), tg.off.co_linetable) + tg.off.bytes_size, PY_LINETABLE_MAX + 1);
+	put64(py_u64(fk.mem + (code - FAKE_BASE), tg.off.co_linetable) + tg.off.bytes_size,
+	      PY_LINETABLE_MAX + 1);
 	f = make_frame(code, 0, 3, 0);
 	/* 5000 frames below it */
 	{
@@ -669,12 +674,12 @@ static void test_lines(void)
 	static const uint8_t t310[] = { 6, 1, 4, (uint8_t)-128, 0, 127, 8, 100, 2, (uint8_t)-5 };
 	/* 3.11: short (code 0), one-line +1 (11), no-column +300 (13), long -2 (14), none (15) */
 	static const uint8_t t311[] = {
-		0x80 | 0 << 3 | 1, 0x12,		    /* units 0-1: line first */
-		0x80 | 11 << 3 | 0, 4, 9,		    /* unit 2: +1 */
-		0x80 | 13 << 3 | 2, 0x58, 0x09,		    /* units 3-5: +300 (svarint 600 = 0x58 | 0x40, 9) */
+		0x80 | 0 << 3 | 1,  0x12, /* units 0-1: line first */
+		0x80 | 11 << 3 | 0, 4,	  9, /* unit 2: +1 */
+		0x80 | 13 << 3 | 2, 0x58, 0x09, /* units 3-5: +300 (svarint 600 = 0x58 | 0x40, 9) */
 		0x80 | 14 << 3 | 0, 0x05, 0x01, 0x02, 0x03, /* unit 6: -2 */
-		0x80 | 15 << 3 | 1,			    /* units 7-8: none */
-		0x80 | 10 << 3 | 0, 1, 2,		    /* unit 9: +0 */
+		0x80 | 15 << 3 | 1, /* units 7-8: none */
+		0x80 | 10 << 3 | 0, 1,	  2, /* unit 9: +0 */
 	};
 	static const uint8_t bad311[] = { 0x80 | 13 << 3, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f };
 

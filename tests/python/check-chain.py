@@ -1,0 +1,55 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# check-chain.py TRUTH REPORT [--comm]: REPORT's "python" object (pydump --json, or the
+# report-json of a snapshot) against chain.py's ground truth TRUTH: each thread of the
+# chain found by its tid, with the functions, file and lines chain.py printed for itself,
+# innermost first, then threading's run (Thread.run from 3.11: qualified names) or <module>;
+# the spinning thread alone holding the GIL; with --comm, the thread names the daemon saw.
+# Prints "ok: ..." / "FAIL: ..." lines, exits 1 if any failed.
+import json
+import sys
+
+truth = json.load(open(sys.argv[1]))
+report = json.load(open(sys.argv[2]))
+want_comm = "--comm" in sys.argv[3:]
+fails = 0
+
+
+def check(cond, what):
+    global fails
+    print(("ok: " if cond else "FAIL: ") + what)
+    fails += 0 if cond else 1
+
+
+py = report.get("python")
+check(py is not None, "the report has a python section")
+if py is None:
+    sys.exit(1)
+check(py["status"] == "ok", "status ok (%s %s)" % (py["status"], py.get("reason", "")))
+check(py["version"] == truth["version"], "version %s (truth %s)" % (py["version"], truth["version"]))
+minor = int(truth["version"].split(".")[1])
+by_tid = {t["tid"]: t for t in py["threads"]}
+check(4 <= len(py["threads"]) <= 5, "%d thread states (the chain's three, main, maybe the reporter leaving)" % len(py["threads"]))
+names = {"sleep": "sleeper", "spin": "spinner", "lock": "locker"}
+for how, t in truth["threads"].items():
+    th = by_tid.get(t["tid"])
+    check(th is not None, "%s: a thread with tid %d" % (how, t["tid"]))
+    if th is None:
+        continue
+    frames = th["frames"]
+    want = t["frames"]
+    got = [[f["function"], f["line"]] for f in frames[:len(want)]]
+    check(got == want, "%s: frames %s (truth %s)" % (how, got, want))
+    check(all(f["file"] == truth["file"] for f in frames[:len(want)]), "%s: file %s" % (how, truth["file"]))
+    nxt = frames[len(want)] if len(frames) > len(want) else None
+    if how == "main":
+        check(nxt is not None and nxt["function"] == "<module>" and nxt["file"] == truth["file"],
+              "main: then <module> (%s)" % (nxt and nxt["function"]))
+    else:
+        run = "Thread.run" if minor >= 11 else "run"
+        check(nxt is not None and nxt["function"] == run and nxt["file"].endswith("/threading.py"),
+              "%s: then %s in threading.py (%s %s)" % (how, run, nxt and nxt["function"], nxt and nxt["file"]))
+    check(not th["error"] and not th["truncated"], "%s: the whole stack (%s)" % (how, th["error"]))
+    check(th["gil"] == (how == "spin"), "%s: %s the GIL" % (how, "holds" if th["gil"] else "does not hold"))
+    if want_comm and how in names:
+        check(th["comm"] == names[how], "%s: thread name %s" % (how, th["comm"]))
+sys.exit(1 if fails else 0)
