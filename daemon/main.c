@@ -324,6 +324,8 @@ static int make_modules(struct daemon *d)
 		return EXIT_CONFIG;
 	d->watch = watch_new(d->capture, d->recorder, d->symbolizer, d->worker);
 	d->snapsvc = snapsvc_new(d->loop, d->capture, d->recorder, d->symbolizer);
+	if (d->snapsvc && snapsvc_set_worker(d->snapsvc, d->worker) < 0)
+		return log_error_errno(-ENOMEM, "Out of memory"), EXIT_FAILURE;
 	if (d->snapsvc)
 		d->triggers = triggers_new(d->recorder, d->snapsvc, d->snapstore);
 	if (!d->watch || !d->snapsvc || !d->triggers)

@@ -92,4 +92,19 @@ void python_state_free(Hostprof__PythonState *st);
 /* The same for a pid, with a py_proc of its own (a snapshot job). */
 int python_read_state(uint32_t pid, const struct py_limits *lim, Hostprof__PythonState **ret);
 
+/*
+ * Reads at an instant before the snapshot (a trigger firing; the snapshot is built `after`
+ * it), on the worker, kept by id until the snapshot claims them (the INSTANTS_MAX newest).
+ * In the loop. py_instants_read: 0 and *ret_id, or -EAGAIN (the worker's queue is full),
+ * -ENOTSUP (no worker), -ENOMEM. py_instants_claim: 0 and *ret (NULL: not Python), or
+ * -EINPROGRESS (not done yet), -ENOENT (no such id, or pushed out), the read's error
+ * (-ETIME: over its budget); either way the id is done with.
+ */
+struct worker;
+struct py_instants;
+struct py_instants *py_instants_new(struct worker *w);
+void py_instants_free(struct py_instants *pi);
+int py_instants_read(struct py_instants *pi, uint32_t pid, uint64_t *ret_id);
+int py_instants_claim(struct py_instants *pi, uint64_t id, Hostprof__PythonState **ret);
+
 #endif

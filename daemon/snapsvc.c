@@ -21,6 +21,7 @@ struct snapsvc {
 	struct recorder *recorder;
 	struct symbolizer *symbolizer;
 	struct snapsvc_params params;
+	struct py_instants *python_instants;
 };
 
 /* What the kernel side said at the moment of the request. */
@@ -33,6 +34,8 @@ struct collected {
 	bool hists_owned;
 	uint64_t events_total;
 	unsigned interference;
+	Hostprof__PythonState *python; /* read at req->python_instant, owned */
+	bool python_claimed;
 	/* for a job */
 	struct snapsvc *svc;
 	snapsvc_then_fn then;
@@ -54,7 +57,23 @@ struct snapsvc *snapsvc_new(struct loop *l, struct capture *c, struct recorder *
 
 void snapsvc_free(struct snapsvc *svc)
 {
+	if (svc)
+		py_instants_free(svc->python_instants);
 	free(svc);
+}
+
+int snapsvc_set_worker(struct snapsvc *svc, struct worker *w)
+{
+	py_instants_free(svc->python_instants);
+	svc->python_instants = py_instants_new(w);
+	return svc->python_instants ? 0 : -ENOMEM;
+}
+
+int snapsvc_python_instant(struct snapsvc *svc, uint32_t pid, uint64_t *ret_id)
+{
+	if (!svc->params.python || !svc->python_instants)
+		return -ENOTSUP;
+	return py_instants_read(svc->python_instants, pid, ret_id);
 }
 
 void snapsvc_set_params(struct snapsvc *svc, const struct snapsvc_params *params)
@@ -78,6 +97,7 @@ static void collected_free(struct collected *col)
 		return;
 	if (col->hists_owned)
 		free(col->hists);
+	python_state_free(col->python);
 	free(col);
 }
 
@@ -95,6 +115,9 @@ static int collect(struct snapsvc *svc, const struct snapshot_req *req, struct c
 	col->n_drops = capture_drops(svc->capture, col->drops);
 	col->events_total = recorder_events(svc->recorder);
 	col->interference = capture_interference(svc->capture);
+	/* the Python stacks read when it was asked for, if that read is done (else: at the build) */
+	if (req->python_instant && py_instants_claim(svc->python_instants, req->python_instant, &col->python) >= 0)
+		col->python_claimed = true;
 	if (p->hists_saved) {
 		col->hists = p->final_hists;
 		col->n_hists = p->n_final_hists;
@@ -150,7 +173,9 @@ static int build(struct snapsvc *svc, const struct collected *col, uint8_t **ret
 		ctx.resolve = resolve_frame;
 		ctx.resolve_ud = svc->symbolizer;
 	}
-	if (svc->params.python && !req->p->exit_ns) {
+	if (col->python_claimed) {
+		ctx.python = col->python;
+	} else if (svc->params.python && !req->p->exit_ns) {
 		/* every thread's Python stack, now: off the loop, within its own time budget */
 		r = python_read_state(req->p->info.pid, NULL, &python);
 		if (r < 0)

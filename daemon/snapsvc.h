@@ -41,16 +41,25 @@ struct snapshot_req {
 	bool hide_kernel_addresses; /* for a peer that is not root: no absolute kernel address */
 	Hostprof__Marker *const *markers;
 	size_t n_markers;
+	uint64_t python_instant; /* the Python stacks read then (snapsvc_python_instant); 0: at the build */
 };
 
 /* In the job's child: what to do with the snapshot built (write files, frame it for a
  * client); whatever goes into out comes back to the done function. */
 typedef int (*snapsvc_then_fn)(void *arg, const uint8_t *hps, size_t len, uint64_t events, struct hp_buf *out);
 
+struct worker;
+
 /* symbolizer may be NULL (frames stay addresses). NULL + errno. */
 struct snapsvc *snapsvc_new(struct loop *l, struct capture *c, struct recorder *rec, struct symbolizer *sym);
 void snapsvc_free(struct snapsvc *svc);
 void snapsvc_set_params(struct snapsvc *svc, const struct snapsvc_params *params);
+/* Where Python stacks are read at an instant before the snapshot (snapsvc_python_instant). */
+int snapsvc_set_worker(struct snapsvc *svc, struct worker *w);
+/* Read pid's Python stacks now, on the worker, for the snapshot whose req names *ret_id
+ * (a trigger firing: its snapshot is built `after` it). -ENOTSUP: no worker, or the python
+ * setting is off; -EAGAIN: the worker is busy; the snapshot then reads them at its build. */
+int snapsvc_python_instant(struct snapsvc *svc, uint32_t pid, uint64_t *ret_id);
 
 /* Bring the recorder up to date with the rings (a process that just appeared). */
 void snapsvc_catch_up(struct snapsvc *svc);

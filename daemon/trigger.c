@@ -62,6 +62,7 @@ struct pending {
 	uint32_t culprit_pid;
 	char culprit_comm[HP_COMM_LEN];
 	char detail[192];
+	uint64_t python_instant; /* its Python stacks, read as it fired (snapsvc); 0: none */
 };
 
 struct triggers {
@@ -187,6 +188,9 @@ static void fire(struct triggers *ts, size_t ti, const struct proc_rec *p, uint3
 	va_start(ap, fmt);
 	vsnprintf(pd->detail, sizeof(pd->detail), fmt, ap);
 	va_end(ap);
+	/* every thread's Python stack as it is now, not `after` from now when the snapshot is built */
+	if (snapsvc_python_instant(ts->snapsvc, p->info.pid, &pd->python_instant) < 0)
+		pd->python_instant = 0;
 	t->fired++;
 	log_notice("trigger %s fired for pid %u (%s): %s", t->def.name, p->info.pid, p->info.comm, pd->detail);
 }
@@ -480,6 +484,7 @@ static void take(struct triggers *ts, const struct pending *pd)
 		.hide_kernel_addresses = tk->owner.uid != 0 || tk->owner.euid != 0,
 		.markers = tk->markers,
 		.n_markers = 1,
+		.python_instant = tk->pd.python_instant,
 	};
 	/* built and written in a child: the loop goes on draining meanwhile */
 	r = snapsvc_start(ts->snapsvc, &tk->req, take_then, tk, take_done, tk, NULL);

@@ -12,6 +12,7 @@
  *   threads.c    interpreters -> thread states -> native tids -> frames
  *   state.c      one read of every thread as the snapshot's PythonState message
  *   python.c     the front: a process's reader, resolving code objects for others
+ *   instant.c    reads on the worker at an instant before the snapshot (a trigger)
  *
  * Nothing here trusts the process: every pointer it hands us is read through py_mem
  * (bounded, counted, within a time budget), every object's type is checked against the

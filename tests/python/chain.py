@@ -4,7 +4,8 @@
 # and the main thread blocked in main -> main_wait. Once all are in place it prints its own
 # ground truth, taken with inspect, as one JSON line: for each thread its native tid and,
 # innermost first, the (function, line) of each frame of the chain, and the file. Then it
-# stays so for LIFETIME seconds (argv[1], default 60) and exits.
+# stays so for LIFETIME seconds (argv[1], default 60) and exits. With "ticker" (argv[2]) a
+# fourth thread in the chain sleeps 100 ms at a time, for a trigger on its off-CPU time.
 import inspect
 import json
 import os
@@ -13,9 +14,10 @@ import threading
 import time
 
 lifetime = float(sys.argv[1]) if len(sys.argv) > 1 else 60.0
+roles = ("sleep", "spin", "lock", "tick") if sys.argv[2:3] == ["ticker"] else ("sleep", "spin", "lock")
 deadline = time.monotonic() + lifetime
 truth = {}
-ready = threading.Barrier(5)  # the three, main_wait, report
+ready = threading.Barrier(len(roles) + 2)  # the chain's threads, main_wait, report
 lock = threading.Lock()
 lock.acquire()
 
@@ -43,9 +45,13 @@ def inner(how):
         t["inner"] = here() + 2; ready.wait()
         n = 0
         while time.monotonic() < deadline: n += 1
-    else:
+    elif how == "lock":
         t["inner"] = here() + 1; ready.wait()
         lock.acquire(timeout=lifetime)
+    else:
+        t["inner"] = here() + 2; t["inner_alt"] = here() + 1; ready.wait()
+        while time.monotonic() < deadline:
+            time.sleep(0.1)
 
 
 def middle(how):
@@ -53,7 +59,7 @@ def middle(how):
 
 
 def outer(how):
-    name_thread({"sleep": "sleeper", "spin": "spinner", "lock": "locker"}[how])
+    name_thread({"sleep": "sleeper", "spin": "spinner", "lock": "locker", "tick": "ticker"}[how])
     truth[how] = {"tid": threading.get_native_id(), "outer": here() + 1}
     middle(how)
 
@@ -65,7 +71,7 @@ def main_wait():
 
 def main():
     truth["main"] = {"tid": threading.get_native_id(), "main": here() + 4}
-    for how in ("sleep", "spin", "lock"):
+    for how in roles:
         threading.Thread(target=outer, args=(how,), daemon=True).start()
     threading.Thread(target=report, daemon=True).start()
     main_wait()
@@ -80,6 +86,8 @@ def report():
     for how, t in truth.items():
         chain = ["main_wait", "main"] if how == "main" else ["inner", "middle", "outer"]
         out["threads"][how] = {"tid": t["tid"], "frames": [[f, t[f]] for f in chain]}
+        if "inner_alt" in t:  # between two sleeps it may be at the loop's test
+            out["threads"][how]["inner_alt"] = t["inner_alt"]
     print(json.dumps(out), flush=True)
 
 

@@ -7,6 +7,8 @@
 #                              report's "Python threads at the instant" (text, JSON, and the
 #                              client's report of the .hps) shows each thread's chain with
 #                              the right names, files and lines (check-chain.py)
+#   python.sh trigger PYTHON   a trigger's automatic snapshot: the stacks read as it fired,
+#                              not `after` it when the snapshot is built
 #   python.sh old PYTHON...    interpreters out of range (3.7, 3.6, 2.7): unreadable, and why
 #   python.sh fake             C programs that pass for python: unreadable, why, no crash,
 #                              their native stacks kept
@@ -19,9 +21,9 @@
 chain=$SRCDIR/tests/python/chain.py
 checker_py=/usr/bin/python3
 
-# start_chain PYTHON: chain.py in the background, its ground truth in $tmp/truth.json
+# start_chain PYTHON [ticker]: chain.py in the background, its ground truth in $tmp/truth.json
 start_chain() {
-	"$1" "$chain" 60 >"$tmp/truth.json" 2>"$tmp/chain.err" &
+	"$1" "$chain" 60 "${@:2}" >"$tmp/truth.json" 2>"$tmp/chain.err" &
 	chain_pid=$!
 	bg_pids+=("$chain_pid")
 	for _ in $(seq 100); do
@@ -100,6 +102,36 @@ cmd_version() {
 	grep -q '"sleeper"' "$tmp/snap.txt" && ok "thread names in the text" || fail "no thread name sleeper in the text"
 	[ "$v" ] && sed -n '/^Python threads/,/^capture/p' "$tmp/snap.txt" | head -12
 	kill -0 "$daemon_pid" && ok "hostprofd still runs" || fail "hostprofd died"
+	stop_daemon || fail "hostprofd did not exit cleanly"
+	finish
+}
+
+cmd_trigger() {
+	local name t_read t_end
+	require_root
+	resolve_python "$1" || skip "$why"
+	[ -x "$checker_py" ] || skip "no $checker_py to check with"
+	start_daemon --snapshot-dir "$tmp/snaps" --snapshot-formats hps,report,report-json \
+		--trigger pyoff:offcpu:ticker:50ms
+	start_chain "$py" ticker
+	expect_rc 0 "watch the interpreter" -- ctl watch --pid "$chain_pid"
+	for _ in $(seq 80); do
+		name=$(ctl snapshots --json | jq -r '.snapshots[0].name // empty')
+		[ -n "$name" ] && [ -s "$tmp/snaps/$name.report.json" ] && break
+		sleep 0.1
+	done
+	[ -n "$name" ] && ok "the ticker's 100 ms sleep fired pyoff: $name" || { fail "no automatic snapshot"; finish; }
+	# the ticker has just woken: it, not the spinner, may hold the GIL then
+	check_chain "$tmp/snaps/$name.report.json" "trigger" --comm --any-gil
+	check_text "$tmp/snaps/$name.txt" "trigger report"
+	# the window ends `after` (1 s) past the firing; the stacks are from the firing
+	t_read=$(jq .python.ts "$tmp/snaps/$name.report.json")
+	t_end=$(jq '.window.end_ns' "$tmp/snaps/$name.report.json")
+	if [ "$t_read" -lt "$t_end" ] && [ $((t_end - t_read)) -ge 500000000 ] && [ $((t_end - t_read)) -le 1500000000 ]; then
+		ok "read $(((t_end - t_read) / 1000000)) ms before the window's end: as the trigger fired"
+	else
+		fail "read at $t_read, the window ends at $t_end: not at the trigger's instant"
+	fi
 	stop_daemon || fail "hostprofd did not exit cleanly"
 	finish
 }
@@ -204,6 +236,6 @@ cmd_offsets() {
 cmd=$1
 shift
 case $cmd in
-version | old | fake | offsets) "cmd_$cmd" "$@" ;;
-*) echo "usage: python.sh version|old|fake|offsets ..." >&2; exit 2 ;;
+version | trigger | old | fake | offsets) "cmd_$cmd" "$@" ;;
+*) echo "usage: python.sh version|trigger|old|fake|offsets ..." >&2; exit 2 ;;
 esac

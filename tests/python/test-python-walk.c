@@ -17,6 +17,7 @@
  *   versions       3.7, 3.14, 2.7 refused with the reason; 3.13's _Py_DebugOffsets used,
  *                  compared, refused when it lies
  *   lines          each line table format on tables made by hand, and malformed ones
+ *   instants       reads on a real worker claimed by id, in flight, pushed out, orphaned
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -27,6 +28,7 @@
 #include "../unit/check.h"
 #include "macro.h"
 #include "python/internal.h"
+#include "worker.h"
 
 /* ---- a fake address space ---- */
 
@@ -716,6 +718,47 @@ static void test_lines(void)
 	CHECK_EQ_U64(py_line_for(PY_LINES_311, t311 + 1, sizeof(t311) - 1, 50, 0), 0); /* not at an entry */
 }
 
+static uint64_t completed(struct worker *w)
+{
+	struct worker_stats st;
+
+	worker_stats(w, &st);
+	return st.completed;
+}
+
+/* Reads of this very process (no Python: nothing to show) through a real worker. */
+static void test_instants(void)
+{
+	struct worker *w = worker_new(64);
+	struct py_instants *pi = py_instants_new(w);
+	Hostprof__PythonState *st = (Hostprof__PythonState *)1;
+	uint64_t id, first = 0;
+
+	CHECK(w && pi);
+	if (!w || !pi)
+		return;
+	CHECK_EQ_INT(py_instants_read(pi, getpid(), &id), 0);
+	CHECK_EQ_INT(py_instants_claim(pi, id, &st), -EINPROGRESS); /* not dispatched yet: dropped */
+	CHECK_EQ_INT(py_instants_claim(pi, id, &st), -ENOENT);
+	CHECK_EQ_INT(py_instants_read(pi, getpid(), &id), 0);
+	for (int i = 0; i < 200 && completed(w) < 2; i++) {
+		usleep(10000);
+		worker_dispatch(w);
+	}
+	CHECK_EQ_INT(py_instants_claim(pi, id, &st), 0);
+	CHECK(st == NULL); /* not Python */
+	/* 20 reads: the 16 newest are kept */
+	for (int i = 0; i < 20; i++) {
+		CHECK_EQ_INT(py_instants_read(pi, getpid(), &id), 0);
+		if (!i)
+			first = id;
+	}
+	CHECK_EQ_INT(py_instants_claim(pi, first, &st), -ENOENT);
+	/* freed with reads still out: their results are freed when they come back */
+	py_instants_free(pi);
+	worker_free(w);
+}
+
 int main(void)
 {
 	for (unsigned minor = 8; minor <= 13; minor++)
@@ -727,6 +770,7 @@ int main(void)
 	test_budget();
 	test_versions();
 	test_lines();
+	test_instants();
 	free(fk.mem);
 	return check_summary();
 }

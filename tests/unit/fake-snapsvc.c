@@ -76,6 +76,17 @@ void snapsvc_set_params(struct snapsvc *svc, const struct snapsvc_params *params
 	svc->params = *params;
 }
 
+int snapsvc_set_worker(struct snapsvc *svc, struct worker *w)
+{
+	return 0;
+}
+
+/* No worker here: a trigger's snapshot reads its Python stacks at its build. */
+int snapsvc_python_instant(struct snapsvc *svc, uint32_t pid, uint64_t *ret_id)
+{
+	return -ENOTSUP;
+}
+
 void snapsvc_catch_up(struct snapsvc *svc)
 {
 	svc->catch_ups++;
