@@ -176,10 +176,10 @@ static int build(struct snapsvc *svc, const struct collected *col, uint8_t **ret
 	if (col->python_claimed) {
 		ctx.python = col->python;
 	} else if (svc->params.python && !req->p->exit_ns) {
-		/* every thread's Python stack, now: off the loop, within its own time budget */
-		r = python_read_state(req->p->info.pid, NULL, &python);
-		if (r < 0)
-			return r;
+		/* every thread's Python stack, now: off the loop, within its own time budget; the
+		 * snapshot goes on without them when even that fails (no memory) */
+		if (python_read_state(req->p->info.pid, NULL, &python) < 0)
+			python = NULL;
 		ctx.python = python;
 	}
 	r = snapshot_build(req->p, &ctx, ret_data, ret_len, ret_events);

@@ -101,8 +101,16 @@ struct py_offsets {
 	uint32_t str_length, str_state, str_ascii_size, str_compact_size; /* data.any: at compact_size */
 };
 
+/* What the reader reads of a thread state, an interpreter state, a frame or code object, a
+ * str: every offset in use must lie within (the table's rows do; _Py_DebugOffsets must). */
+#define PY_TSTATE_HEAD_MAX 512
+#define PY_INTERP_HEAD_MAX 8192
+#define PY_HEAD_MAX 4096
+#define PY_STR_HEAD_MAX 256
+
 /* The table's entry for 3.minor, or NULL. */
 const struct py_offsets *py_offsets_for(unsigned minor);
+bool py_offsets_sane(const struct py_offsets *o);
 
 /*
  * 3.13+: _PyRuntime starts with _Py_DebugOffsets. raw: its first bytes as read from the

@@ -143,7 +143,7 @@ static size_t put_utf8(uint32_t c, char *out)
 int py_read_str(struct py_mem *m, const struct py_target *t, uint64_t addr, char *buf, size_t len)
 {
 	const struct py_offsets *o = &t->off;
-	uint8_t head[256], data[PY_STR_BYTES_MAX * 4];
+	uint8_t head[PY_STR_HEAD_MAX], data[PY_STR_BYTES_MAX * 4];
 	size_t got, chars, bytes, out = 0, inline_off;
 	uint64_t length, data_addr;
 	uint32_t state, kind;

@@ -291,6 +291,23 @@ static const struct py_offsets table[] = {
 	},
 };
 
+bool py_offsets_sane(const struct py_offsets *o)
+{
+	uint32_t ts = MAX(o->ts_next, MAX(o->ts_interp, MAX(o->ts_frame, o->ts_thread_id)));
+	uint32_t is = MAX(o->is_next, MAX(o->is_threads_head, o->is_id));
+
+	ts = MAX(ts, o->ts_native_tid >= 0 ? (uint32_t)o->ts_native_tid : 0) + 8;
+	is = MAX(is, o->is_gil_ptr >= 0 ? (uint32_t)o->is_gil_ptr : 0) + 8;
+	return ts <= PY_TSTATE_HEAD_MAX && is <= PY_INTERP_HEAD_MAX && o->fr_size <= PY_HEAD_MAX &&
+	       o->co_size <= PY_HEAD_MAX && o->ob_type + 8 <= MIN(o->bytes_sval, o->str_ascii_size) &&
+	       o->ob_type + 8 <= MIN(o->fr_size, o->co_size) && o->bytes_size + 8 <= o->bytes_sval &&
+	       o->bytes_sval <= 64 && o->str_length + 8 <= o->str_ascii_size &&
+	       o->str_state + 4 <= o->str_ascii_size && o->str_ascii_size <= o->str_compact_size &&
+	       o->str_compact_size + 8 <= PY_STR_HEAD_MAX && o->var_size + 8 <= o->co_size &&
+	       (o->co_firsttraceable < 0 || (uint32_t)o->co_firsttraceable + 4 <= o->co_size) &&
+	       (o->fr_is_entry < 0 || (uint32_t)o->fr_is_entry < o->fr_size);
+}
+
 const struct py_offsets *py_offsets_for(unsigned minor)
 {
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
@@ -452,8 +469,9 @@ int py_offsets_from_debug(const uint8_t *raw, size_t len, uint32_t hexversion, s
 	from.co_size = MAX(from.co_size, from.co_firstlineno + 4);
 	from.fr_size = MAX(from.fr_size, MAX(from.fr_back, MAX(from.fr_code, from.fr_instr)) + 8);
 	from.fr_size = MAX(from.fr_size, (uint32_t)from.fr_owner + 1);
-	if (from.co_size > 4096 || from.fr_size > 4096) {
-		snprintf(note, note_len, "_Py_DebugOffsets: code object or frame fields too far out");
+	from.str_compact_size = from.str_ascii_size + 16; /* 3.12+: utf8_length and utf8 follow */
+	if (!py_offsets_sane(&from)) {
+		snprintf(note, note_len, "_Py_DebugOffsets puts fields further out than this reader reads");
 		return -EPROTO;
 	}
 	*o = from;

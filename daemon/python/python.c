@@ -66,7 +66,7 @@ const struct py_counts *py_proc_counts(const struct py_proc *p)
 
 int py_proc_resolve(struct py_proc *p, uint64_t code_addr, int64_t lasti, struct py_location *ret)
 {
-	uint8_t head[4096];
+	uint8_t head[PY_HEAD_MAX];
 	struct py_code *code;
 	int r;
 

@@ -180,7 +180,7 @@ static int push_frame(struct py_thread *th, size_t *cap, struct py_code *code, u
 /* The code object at addr: its head read, its entry from the cache. */
 static int frame_code(struct walk *w, uint64_t addr, struct py_code **ret)
 {
-	uint8_t head[4096];
+	uint8_t head[PY_HEAD_MAX];
 	int r;
 
 	if (!py_ptr_ok(addr)) {
@@ -211,7 +211,7 @@ static const char *read_error(struct walk *w, int r, const char *what)
 static int walk_objects(struct walk *w, uint64_t f, struct py_thread *th)
 {
 	const struct py_offsets *o = &w->t->off;
-	uint8_t buf[4096];
+	uint8_t buf[PY_HEAD_MAX];
 	size_t cap = 0;
 	int r;
 
@@ -268,7 +268,7 @@ static int walk_objects(struct walk *w, uint64_t f, struct py_thread *th)
 static int walk_interp_frames(struct walk *w, uint64_t f, struct py_thread *th)
 {
 	const struct py_offsets *o = &w->t->off;
-	uint8_t buf[4096];
+	uint8_t buf[PY_HEAD_MAX];
 	size_t cap = 0, steps = 0;
 	int r;
 
@@ -422,7 +422,7 @@ static int walk_interp(struct walk *w, uint64_t interp, const uint8_t *isbuf, ui
 	const struct py_offsets *o = &w->t->off;
 	uint64_t ts = py_u64(isbuf, o->is_threads_head);
 	int64_t id = (int64_t)py_u64(isbuf, o->is_id);
-	uint8_t buf[512];
+	uint8_t buf[PY_TSTATE_HEAD_MAX];
 	int r;
 
 	if (o->is_gil_ptr >= 0)
@@ -501,7 +501,7 @@ int py_walk(struct py_code_cache *c, struct py_mem *m, const struct py_target *t
 	struct walk w = { .cache = c, .m = m, .t = t, .lim = lim };
 	struct addrset interps = {}, states = {};
 	uint64_t interp, holder = 0;
-	uint8_t isbuf[8192];
+	uint8_t isbuf[PY_INTERP_HEAD_MAX];
 	size_t cap = 0, n_interps = 0;
 	uint32_t is_size;
 	int r;
@@ -510,8 +510,11 @@ int py_walk(struct py_code_cache *c, struct py_mem *m, const struct py_target *t
 	is_size = MAX(o->is_next, MAX(o->is_threads_head, o->is_id)) + 8;
 	if (o->is_gil_ptr >= 0)
 		is_size = MAX(is_size, (uint32_t)o->is_gil_ptr + 8);
-	if (is_size > sizeof(isbuf))
-		return -EINVAL;
+	if (is_size > sizeof(isbuf) || tstate_size(o) > PY_TSTATE_HEAD_MAX || o->fr_size > PY_HEAD_MAX ||
+	    o->co_size > PY_HEAD_MAX) {
+		d->error = "its layout puts fields further out than this reader reads";
+		return 0;
+	}
 	r = read_tasks(t->pid, &w.tasks);
 	if (r == -ENOMEM)
 		goto out;

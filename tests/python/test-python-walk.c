@@ -625,8 +625,12 @@ static void test_versions(void)
 	uint64_t v;
 
 	fake_reset(11);
-	for (unsigned minor = 0; minor < 20; minor++)
+	for (unsigned minor = 0; minor < 20; minor++) {
 		CHECKF(!py_offsets_for(minor) == (minor < 8 || minor > 13), "3.%u", minor);
+		if (py_offsets_for(minor))
+			CHECKF(py_offsets_sane(py_offsets_for(minor)),
+			       "3.%u: the table's row reads out of its heads", minor);
+	}
 	tg.hexversion = 0x030710f0;
 	strcpy(tg.version, "3.7.16");
 	CHECK_EQ_INT(py_target_set_offsets(&tg, &m, why, sizeof(why)), -EPROTONOSUPPORT);
@@ -655,6 +659,20 @@ static void test_versions(void)
 	memcpy(raw + 200, &v, 8);
 	CHECK_EQ_INT(py_offsets_from_debug(raw, sizeof(raw), 0x030d00f0, &o, note, sizeof(note)), -EPROTO);
 	CHECKF(strstr(note, "lies outside its struct"), "%s", note);
+	CHECK(!memcmp(&o, py_offsets_for(13), sizeof(o)));
+	/* within its struct's size, but past what the reader reads of a head: refused */
+	debug_offsets(raw, &o, 0x030d00f0);
+	v = 4096;
+	memcpy(raw + 360, &v, 8); /* pyobject.ob_type */
+	CHECK_EQ_INT(py_offsets_from_debug(raw, sizeof(raw), 0x030d00f0, &o, note, sizeof(note)), -EPROTO);
+	debug_offsets(raw, &o, 0x030d00f0);
+	v = 190000;
+	memcpy(raw + 72, &v, 8); /* interpreter_state.threads_head, its struct 194968 bytes */
+	CHECK_EQ_INT(py_offsets_from_debug(raw, sizeof(raw), 0x030d00f0, &o, note, sizeof(note)), -EPROTO);
+	v = 300;
+	memcpy(raw + 72, &v, 8);
+	memcpy(raw + 552, &v, 8); /* unicode_object.length */
+	CHECK_EQ_INT(py_offsets_from_debug(raw, sizeof(raw), 0x030d00f0, &o, note, sizeof(note)), -EPROTO);
 	CHECK(!memcmp(&o, py_offsets_for(13), sizeof(o)));
 	/* free-threaded, or another version than the binary's: refused */
 	debug_offsets(raw, &o, 0x030d00f0);
