@@ -8,7 +8,8 @@
  * only thread_id, the pthread_t of the thread (PyThread_get_thread_ident() is pthread_self()),
  * which in glibc is the address of the thread's struct pthread; the kernel tid is a field of
  * it, at the offset glibc publishes for debuggers (_thread_db_pthread_tid; discover.c). Either
- * way the tid must be a thread of the process now (/proc/PID/task), else it is not known (0).
+ * way the tid must be a thread of the process now (/proc/PID/task), else it is not known (0);
+ * in a pid namespace of its own, it is that namespace's tid, mapped to the daemon's.
  *
  * Frames: 3.8-3.10, PyFrameObject and its f_back chain, each frame its own run of the eval
  * loop; 3.11+, _PyInterpreterFrame and its previous chain from the thread's current frame
@@ -75,18 +76,64 @@ static int addrset_add(struct addrset *s, uint64_t a)
 
 /* ---- the process's threads ---- */
 
+/*
+ * A process in a pid namespace of its own (a container) knows its threads by the tids of
+ * that namespace: native_thread_id, and glibc's struct pthread, hold those. Each task's
+ * NSpid line (/proc/PID/task/TID/status: the tid in each namespace, the innermost last)
+ * maps them to the daemon's.
+ */
+struct task {
+	uint32_t ns_tid, tid; /* as the process sees it; as the daemon does */
+};
+
 struct tasks {
-	uint32_t *tid;
+	struct task *v; /* by ns_tid */
 	size_t n;
 };
+
+static int cmp_task(const void *a, const void *b)
+{
+	const struct task *x = a, *y = b;
+
+	return x->ns_tid < y->ns_tid ? -1 : x->ns_tid > y->ns_tid;
+}
+
+/* The innermost tid of NSpid (the last of its fields); 0: no such line (before 4.1). */
+static uint32_t read_nstid(uint32_t pid, uint32_t tid)
+{
+	char path[64], line[256];
+	uint32_t ret = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/task/%u/status", pid, tid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	for (int i = 0; i < 64 && fgets(line, sizeof(line), f); i++) {
+		char *last;
+
+		if (strncmp(line, "NSpid:", 6))
+			continue;
+		line[strcspn(line, "\n")] = 0;
+		last = strrchr(line, '\t');
+		if (!last)
+			last = strrchr(line, ' ');
+		ret = last ? strtoul(last + 1, NULL, 10) : 0;
+		break;
+	}
+	fclose(f);
+	return ret;
+}
 
 static int read_tasks(uint32_t pid, struct tasks *ret)
 {
 	char path[64];
 	struct dirent *de;
 	size_t cap = 0;
+	bool nested;
 	DIR *d;
 
+	nested = read_nstid(pid, pid) != pid && read_nstid(pid, pid) != 0;
 	snprintf(path, sizeof(path), "/proc/%u/task", pid);
 	d = opendir(path);
 	if (!d)
@@ -94,42 +141,47 @@ static int read_tasks(uint32_t pid, struct tasks *ret)
 	while ((de = readdir(d)) && ret->n < PY_TASKS_MAX) {
 		char *end;
 		unsigned long tid = strtoul(de->d_name, &end, 10);
+		uint32_t ns_tid;
 
 		if (de->d_name[0] < '0' || de->d_name[0] > '9' || *end || !tid || tid > UINT32_MAX)
 			continue;
+		ns_tid = nested ? read_nstid(pid, tid) : tid;
+		if (!ns_tid)
+			continue; /* gone meanwhile */
 		if (ret->n == cap) {
-			uint32_t *v = realloc(ret->tid, (cap = cap ? cap * 2 : 64) * sizeof(*v));
+			struct task *v = realloc(ret->v, (cap = cap ? cap * 2 : 64) * sizeof(*v));
 
 			if (!v) {
 				closedir(d);
 				return -ENOMEM;
 			}
-			ret->tid = v;
+			ret->v = v;
 		}
-		ret->tid[ret->n++] = tid;
+		ret->v[ret->n++] = (struct task){ ns_tid, tid };
 	}
 	closedir(d);
-	qsort_safe(ret->tid, ret->n, sizeof(*ret->tid), cmp_u32);
+	qsort_safe(ret->v, ret->n, sizeof(*ret->v), cmp_task);
 	return 0;
 }
 
-static bool is_task(const struct tasks *t, uint64_t tid)
+/* The daemon's tid of the thread the process calls ns_tid; 0: none of its threads. */
+static uint32_t task_tid(const struct tasks *t, uint64_t ns_tid)
 {
 	size_t lo = 0, hi = t->n;
 
-	if (!tid || tid > UINT32_MAX)
-		return false;
+	if (!ns_tid || ns_tid > UINT32_MAX)
+		return 0;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (t->tid[mid] == tid)
-			return true;
-		if (t->tid[mid] < tid)
+		if (t->v[mid].ns_tid == ns_tid)
+			return t->v[mid].tid;
+		if (t->v[mid].ns_tid < ns_tid)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return false;
+	return 0;
 }
 
 /* ---- one walk ---- */
@@ -376,15 +428,12 @@ static uint32_t thread_tid(struct walk *w, const uint8_t *tsbuf)
 	uint64_t pthread = py_u64(tsbuf, o->ts_thread_id);
 	uint32_t tid;
 
-	if (o->ts_native_tid >= 0) {
-		uint64_t native = py_u64(tsbuf, o->ts_native_tid);
-
-		return is_task(&w->tasks, native) ? native : 0;
-	}
+	if (o->ts_native_tid >= 0)
+		return task_tid(&w->tasks, py_u64(tsbuf, o->ts_native_tid));
 	if (w->t->pthread_tid_off < 0 || !py_ptr_ok(pthread) ||
 	    py_mem_read(w->m, pthread + w->t->pthread_tid_off, &tid, sizeof(tid)) < 0)
 		return 0;
-	return is_task(&w->tasks, tid) ? tid : 0;
+	return task_tid(&w->tasks, tid);
 }
 
 /* The GIL's state: its last holder, when it is held. */
@@ -559,7 +608,7 @@ int py_walk(struct py_code_cache *c, struct py_mem *m, const struct py_target *t
 	}
 out:
 	d->duration_ns = boottime_ns() - d->ts_ns;
-	free(w.tasks.tid);
+	free(w.tasks.v);
 	free(w.seen.v);
 	free(interps.v);
 	free(states.v);

@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: GPL-2.0-only
-# check-chain.py TRUTH REPORT [--comm] [--any-gil]: REPORT's "python" object (pydump --json, or the
+# check-chain.py TRUTH REPORT [--comm] [--any-gil] [--tidmap FILE]: REPORT's "python" object (pydump --json, or the
 # report-json of a snapshot) against chain.py's ground truth TRUTH: each thread of the
 # chain found by its tid, with the functions, file and lines chain.py printed for itself,
 # innermost first, then threading's run (Thread.run from 3.11: qualified names) or <module>;
 # the spinning thread alone holding the GIL (unless --any-gil: another thread was just woken);
-# with --comm, the thread names the daemon saw.
+# with --comm, the thread names the daemon saw; with --tidmap (a JSON object from the tids of
+# chain.py's own pid namespace to the host's), the tids it printed are mapped first.
 # Prints "ok: ..." / "FAIL: ..." lines, exits 1 if any failed.
 import json
 import sys
@@ -13,6 +14,9 @@ truth = json.load(open(sys.argv[1]))
 report = json.load(open(sys.argv[2]))
 want_comm = "--comm" in sys.argv[3:]
 any_gil = "--any-gil" in sys.argv[3:]
+tidmap = {}
+if "--tidmap" in sys.argv[3:]:
+    tidmap = {int(k): v for k, v in json.load(open(sys.argv[sys.argv.index("--tidmap") + 1])).items()}
 fails = 0
 
 
@@ -34,8 +38,11 @@ n = len(truth["threads"])
 check(n <= len(py["threads"]) <= n + 1, "%d thread states (the chain's %d, main, maybe the reporter leaving)" % (len(py["threads"]), n - 1))
 names = {"sleep": "sleeper", "spin": "spinner", "lock": "locker", "tick": "ticker"}
 for how, t in truth["threads"].items():
-    th = by_tid.get(t["tid"])
-    check(th is not None, "%s: a thread with tid %d" % (how, t["tid"]))
+    tid = tidmap.get(t["tid"], t["tid"]) if tidmap else t["tid"]
+    if tidmap:
+        check(t["tid"] in tidmap, "%s: its tid %d in its namespace is the host's %d" % (how, t["tid"], tid))
+    th = by_tid.get(tid)
+    check(th is not None, "%s: a thread with tid %d" % (how, tid))
     if th is None:
         continue
     frames = th["frames"]

@@ -9,6 +9,8 @@
 #                              the right names, files and lines (check-chain.py)
 #   python.sh trigger PYTHON   a trigger's automatic snapshot: the stacks read as it fired,
 #                              not `after` it when the snapshot is built
+#   python.sh namespace PYTHON chain.py in a pid namespace of its own (a container): the tids
+#                              it knows its threads by are mapped to the host's
 #   python.sh old PYTHON...    interpreters out of range (3.7, 3.6, 2.7): unreadable, and why
 #   python.sh fake             C programs that pass for python: unreadable, why, no crash,
 #                              their native stacks kept
@@ -136,6 +138,39 @@ cmd_trigger() {
 	finish
 }
 
+cmd_namespace() {
+	local hpid tid ns
+	require_root
+	resolve_python "$1" || skip "$why"
+	[ -x "$checker_py" ] || skip "no $checker_py to check with"
+	command -v unshare >/dev/null || skip "no unshare"
+	unshare --pid --fork "$py" "$chain" 60 >"$tmp/truth.json" 2>"$tmp/chain.err" &
+	bg_pids+=($!)
+	for _ in $(seq 100); do [ -s "$tmp/truth.json" ] && break; sleep 0.05; done
+	hpid=$(pgrep -P $! | head -1)
+	[ -s "$tmp/truth.json" ] && [ -n "$hpid" ] || { fail "chain.py in a pid namespace: $(cat "$tmp/chain.err")"; finish; }
+	bg_pids+=("$hpid")
+	[ "$(jq .pid "$tmp/truth.json")" != "$hpid" ] && ok "chain.py is pid $(jq .pid "$tmp/truth.json") in its namespace, $hpid here" ||
+		skip "unshare gave no pid namespace of its own"
+	# the host's tid of each of its threads, by their NSpid
+	{
+		echo "{"
+		for tid in /proc/"$hpid"/task/*; do
+			ns=$(awk '/^NSpid:/ { print $NF }' "$tid/status")
+			echo "\"$ns\": ${tid##*/},"
+		done
+		echo '"0": 0}'
+	} >"$tmp/tidmap.json"
+	"$PYDUMP" "$hpid" --json >"$tmp/pydump.json" || fail "pydump failed"
+	check_chain "$tmp/pydump.json" "pydump" --tidmap "$tmp/tidmap.json"
+	start_daemon
+	expect_rc 0 "watch the interpreter" -- ctl watch --pid "$hpid"
+	expect_rc 0 "snapshot" -- ctl snapshot --pid "$hpid" --format report-json -o "$tmp/snap.json"
+	check_chain "$tmp/snap.json" "report-json" --comm --tidmap "$tmp/tidmap.json"
+	stop_daemon || fail "hostprofd did not exit cleanly"
+	finish
+}
+
 cmd_old() {
 	local arg v want ran=0 reason
 	for arg in "$@"; do
@@ -236,6 +271,6 @@ cmd_offsets() {
 cmd=$1
 shift
 case $cmd in
-version | trigger | old | fake | offsets) "cmd_$cmd" "$@" ;;
-*) echo "usage: python.sh version|trigger|old|fake|offsets ..." >&2; exit 2 ;;
+version | trigger | namespace | old | fake | offsets) "cmd_$cmd" "$@" ;;
+*) echo "usage: python.sh version|trigger|namespace|old|fake|offsets ..." >&2; exit 2 ;;
 esac
