@@ -645,3 +645,20 @@ void recorder_for_each_record(const struct proc_rec *p, void (*fn)(void *ud, con
 			fn(ud, h);
 		}
 }
+
+bool recorder_history_span(const struct proc_rec *p, uint64_t *ret_first, uint64_t *ret_last)
+{
+	uint64_t first = UINT64_MAX, last = 0;
+
+	for (const struct chunk *c = p->head; c; c = c->next) {
+		if (!c->nrec)
+			continue;
+		first = MIN(first, c->min_ts);
+		last = MAX(last, c->max_ts);
+	}
+	if (first > last)
+		return false;
+	*ret_first = first;
+	*ret_last = last;
+	return true;
+}
