@@ -238,7 +238,8 @@ int recorder_watch(struct recorder *rec, uint32_t pid, uint32_t reason, uint32_t
 		free(p);
 		return r;
 	}
-	(void)proc_read_cmdline(pid, &p->cmdline, &p->cmdline_len);
+	/* not its cmdline: reading it takes the process's mmap_lock, which the process can
+	 * hold as long as it likes; watch.c reads it on the worker */
 	(void)proc_for_each_task(pid, add_task_name, p);
 	p->reason = reason;
 	p->parent = parent;

@@ -54,7 +54,8 @@ struct proc_rec {
 	 * when, and what was recorded from there on is root's alone. */
 	uint64_t exec_since_check_ns; /* the first exec since the last check; 0: none */
 	uint64_t cred_change_ns;      /* 0: unchanged */
-	/* the job and rank from its environment, read on the worker (watch.c) */
+	/* its command line and the job and rank from its environment: read on the worker
+	 * (watch.c), since both reads take the process's mmap_lock */
 	struct proc_labels labels;
 	bool labels_read, labels_pending;
 };

@@ -239,12 +239,15 @@ static void check_cred(struct proc_rec *p)
 		   p->info.pid, now.comm, now.cred.uid, now.cred.euid, p->info.cred.uid, p->info.cred.euid);
 }
 
-/* A process's job and rank labels, read from its environment on the worker. */
+/* What is read of a process on the worker: its command line and its job and rank labels
+ * (both reads wait for the process's mmap_lock, which it may hold as long as it likes). */
 struct label_read {
 	struct watch *w;
 	uint32_t pid;
 	uint64_t start_time;
 	struct proc_labels labels;
+	char *cmdline;
+	size_t cmdline_len;
 };
 
 #define LABELS_BUDGET_NS (2 * NSEC_PER_SEC)
@@ -255,6 +258,7 @@ static int label_work(void *arg)
 	struct proc_info info;
 	int r = proc_read_labels(lr->pid, &lr->labels);
 
+	(void)proc_read_cmdline(lr->pid, &lr->cmdline, &lr->cmdline_len);
 	/* the environment read is this process's, not one that took its pid since */
 	if (r >= 0 && (proc_read_info(lr->pid, &info) < 0 || info.start_time != lr->start_time))
 		r = -ESRCH;
@@ -269,9 +273,15 @@ static void label_done(void *arg, int r)
 	if (p && p->info.start_time == lr->start_time) {
 		p->labels_pending = false;
 		p->labels_read = true; /* tried once: a process that hides its environment has none */
-		if (r >= 0)
+		if (r >= 0) {
 			p->labels = lr->labels;
+			if (!p->cmdline) {
+				p->cmdline = TAKE_PTR(lr->cmdline);
+				p->cmdline_len = lr->cmdline_len;
+			}
+		}
 	}
+	free(lr->cmdline);
 	free(lr);
 }
 
