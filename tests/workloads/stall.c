@@ -12,17 +12,9 @@
  *   burst START END                                     each burst of the hog
  *   gap START END                                       each time acl_thread lost its CPU for
  *                                                       at least half a burst, as it saw it
- *   stolen START END                                    such a gap in which the kernel never
- *                                                       switched acl_thread out: not the
- *                                                       scheduler's doing but the machine's (a
- *                                                       hypervisor, or an emulator such as
- *                                                       qemu's TCG, not running the vCPU)
- *   stall: bursts=N gaps=N stolen=N                     at the end
- * Which gaps are stolen comes from the kernel's count of acl_thread's switch-ins (the third
- * field of /proc/thread-self/schedstat), read at a gap's end and every 20 ms (a syscall: the
- * spin loop is otherwise never in the kernel): a gap is the scheduler's when the count grew
- * since the read before it (less the switch-in of a preemption inside the read itself, a
- * gap of its own). Without schedstat every gap is taken as the scheduler's.
+ *   acl_thread switches VOLUNTARY INVOLUNTARY           the kernel's count of its switch-outs
+ *                                                       (getrusage), when it ends
+ *   stall: bursts=N gaps=N                              at the end
  * --mode changes what acl_thread does, for the other trigger kinds:
  *   spin     (default) spins: a burst preempts it (preempt)
  *   syscall  spins in getppid() calls: a burst finds it in the kernel about as often as the
@@ -36,7 +28,6 @@
  * inside a cpu cgroup without an RT budget), with the reason on stderr.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <sched.h>
@@ -48,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -64,9 +56,13 @@ static const char *opt_mode = "spin";
 static atomic_bool stop;
 static atomic_int acl_tid;
 
+static struct switches {
+	long vol, invol;
+} acl_switches = { -1, -1 };
+
 #define MAX_GAPS 4096
-static uint64_t gaps[MAX_GAPS][2], stolen[MAX_GAPS][2];
-static int n_gaps, n_stolen;
+static uint64_t gaps[MAX_GAPS][2];
+static int n_gaps;
 
 static uint64_t now_ns(void)
 {
@@ -74,32 +70,6 @@ static uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_BOOTTIME, &ts);
 	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
-static void record_gap(bool switched, uint64_t start, uint64_t end)
-{
-	if (switched && n_gaps < MAX_GAPS) {
-		gaps[n_gaps][0] = start;
-		gaps[n_gaps][1] = end;
-		n_gaps++;
-	} else if (!switched && n_stolen < MAX_GAPS) {
-		stolen[n_stolen][0] = start;
-		stolen[n_stolen][1] = end;
-		n_stolen++;
-	}
-}
-
-/* The kernel's count of the thread's switch-ins (schedstat's "timeslices"); 0 if unknown. */
-static uint64_t switch_ins(int fd)
-{
-	unsigned long long run, wait, slices;
-	char buf[96];
-	ssize_t n = fd < 0 ? -1 : pread(fd, buf, sizeof(buf) - 1, 0);
-
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	return sscanf(buf, "%llu %llu %llu", &run, &wait, &slices) == 3 ? slices : 0;
 }
 
 static int pin(int cpu)
@@ -119,10 +89,10 @@ static void spin_until(uint64_t deadline)
 
 static void *acl_thread_main(void *arg)
 {
-	uint64_t min_gap = opt_burst_ms * 1000000ull / 2, last, ck_wall, ck_ins;
+	uint64_t min_gap = opt_burst_ms * 1000000ull / 2, last;
 	bool in_kernel = !strcmp(opt_mode, "syscall");
-	int schedstat;
 	volatile uint64_t sink = 0;
+	struct rusage ru;
 
 	prctl(PR_SET_NAME, "acl_thread");
 	if (pin(opt_cpu) < 0)
@@ -175,9 +145,7 @@ static void *acl_thread_main(void *arg)
 	}
 	/* dispatch loop: work items of ~10 us, never sleeping, so a preemption shows as R (or R+,
 	 * in --mode syscall on a preemptible kernel, where the burst found it in the kernel) */
-	schedstat = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
-	ck_ins = switch_ins(schedstat);
-	ck_wall = last = now_ns();
+	last = now_ns();
 	while (!atomic_load(&stop)) {
 		uint64_t now;
 
@@ -188,23 +156,15 @@ static void *acl_thread_main(void *arg)
 			for (int i = 0; i < 2000; i++)
 				sink += i;
 		now = now_ns();
-		if (now - last >= min_gap || now - ck_wall >= 20000000ull) {
-			uint64_t ins = switch_ins(schedstat), after = now_ns();
-			/* preempted in the read itself (a gap of its own): that switch-in is not the gap's */
-			bool in_read = after - now >= min_gap;
-			bool switched = !ck_ins || ins - ck_ins > in_read;
-
-			if (now - last >= min_gap)
-				record_gap(switched, last, now);
-			if (in_read)
-				record_gap(true, now, after);
-			ck_ins = ins;
-			ck_wall = now = after;
+		if (now - last >= min_gap && n_gaps < MAX_GAPS) {
+			gaps[n_gaps][0] = last;
+			gaps[n_gaps][1] = now;
+			n_gaps++;
 		}
 		last = now;
 	}
-	if (schedstat >= 0)
-		close(schedstat);
+	if (getrusage(RUSAGE_THREAD, &ru) == 0)
+		acl_switches = (struct switches){ ru.ru_nvcsw, ru.ru_nivcsw };
 	return NULL;
 }
 
@@ -352,9 +312,9 @@ int main(int argc, char **argv)
 	pthread_join(thr, NULL);
 	for (int i = 0; i < n_gaps; i++)
 		printf("gap %llu %llu\n", (unsigned long long)gaps[i][0], (unsigned long long)gaps[i][1]);
-	for (int i = 0; i < n_stolen; i++)
-		printf("stolen %llu %llu\n", (unsigned long long)stolen[i][0], (unsigned long long)stolen[i][1]);
-	printf("stall: bursts=%d gaps=%d stolen=%d\n", bursts, n_gaps, n_stolen);
+	if (acl_switches.vol >= 0)
+		printf("acl_thread switches %ld %ld\n", acl_switches.vol, acl_switches.invol);
+	printf("stall: bursts=%d gaps=%d\n", bursts, n_gaps);
 	fflush(stdout);
 	return bursts < 0 ? 1 : 0;
 }
