@@ -84,6 +84,8 @@ fetch() {
 		if [ ! -e "$kdir/root-$a/.unpacked-$(basename "$deb")" ]; then
 			mkdir -p "$kdir/root-$a"
 			dpkg-deb -x "$deb" "$kdir/root-$a"
+			# a kernel's modules: the guests load none (serial console, initramfs)
+			[[ $name != linux-image-* ]] || rm -rf "$kdir/root-$a/lib/modules" "$kdir/root-$a/usr/lib/modules"
 			touch "$kdir/root-$a/.unpacked-$(basename "$deb")"
 		fi
 	done
