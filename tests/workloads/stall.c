@@ -14,6 +14,7 @@
  *                                                       at least half a burst, as it saw it
  *   acl_thread switches VOLUNTARY INVOLUNTARY           the kernel's count of its switch-outs
  *                                                       (getrusage), when it ends
+ *   acl_thread spun START END                           when its loop ran
  *   stall: bursts=N gaps=N                              at the end
  * --mode changes what acl_thread does, for the other trigger kinds:
  *   spin     (default) spins: a burst preempts it (preempt)
@@ -59,6 +60,7 @@ static atomic_int acl_tid;
 static struct switches {
 	long vol, invol;
 } acl_switches = { -1, -1 };
+static uint64_t spun[2];
 
 #define MAX_GAPS 4096
 static uint64_t gaps[MAX_GAPS][2];
@@ -145,7 +147,7 @@ static void *acl_thread_main(void *arg)
 	}
 	/* dispatch loop: work items of ~10 us, never sleeping, so a preemption shows as R (or R+,
 	 * in --mode syscall on a preemptible kernel, where the burst found it in the kernel) */
-	last = now_ns();
+	spun[0] = last = now_ns();
 	while (!atomic_load(&stop)) {
 		uint64_t now;
 
@@ -163,6 +165,7 @@ static void *acl_thread_main(void *arg)
 		}
 		last = now;
 	}
+	spun[1] = last;
 	if (getrusage(RUSAGE_THREAD, &ru) == 0)
 		acl_switches = (struct switches){ ru.ru_nvcsw, ru.ru_nivcsw };
 	return NULL;
@@ -313,7 +316,8 @@ int main(int argc, char **argv)
 	for (int i = 0; i < n_gaps; i++)
 		printf("gap %llu %llu\n", (unsigned long long)gaps[i][0], (unsigned long long)gaps[i][1]);
 	if (acl_switches.vol >= 0)
-		printf("acl_thread switches %ld %ld\n", acl_switches.vol, acl_switches.invol);
+		printf("acl_thread switches %ld %ld\nacl_thread spun %llu %llu\n", acl_switches.vol,
+		       acl_switches.invol, (unsigned long long)spun[0], (unsigned long long)spun[1]);
 	printf("stall: bursts=%d gaps=%d\n", bursts, n_gaps);
 	fflush(stdout);
 	return bursts < 0 ? 1 : 0;
