@@ -160,7 +160,7 @@ initrd=$kdir/initramfs-$arch.cpio
 # line) within boot_limit is killed and booted once more: TCG on a loaded host has been seen
 # to hang early in a boot that passes the next time; the first console is kept. A panic or
 # an oops reboots at once (panic=-1, oops=panic), which ends qemu (-no-reboot).
-limit=${HOSTPROF_GUEST_LIMIT_S:-480}
+limit=${HOSTPROF_GUEST_LIMIT_S:-720}
 boot_limit=120
 append="panic=-1 oops=panic hostprof.model=$model $cmdline"
 if [ "$arch" = amd64 ]; then
