@@ -243,7 +243,8 @@ int proc_for_each_thread(int (*fn)(uint32_t pid, uint32_t tid, const char *comm,
 		if (!parse_pid(de->d_name, &pid))
 			continue;
 		r = proc_for_each_task(pid, fn, ud);
-		if (r == -ENOENT)
+		/* gone meanwhile: ENOENT, or ESRCH from /proc/PID/task of a process just reaped */
+		if (r == -ENOENT || r == -ESRCH)
 			r = 0;
 		if (r < 0)
 			break;
