@@ -20,6 +20,7 @@
 
 #include "duration.h"
 #include "escape.h"
+#include "walltime.h"
 #include "export.h"
 #include "formats.h"
 #include "framing.h"
@@ -49,6 +50,10 @@ static const char usage_text[] =
 	"                                      save the recorded history of process N\n"
 	"                                      (default: all of it, perfetto,\n"
 	"                                      ./hostprof-<pid>-<UTC time>.<ext>)\n"
+	"  snapshot --rank R [--job ID] ...    the same, of the process whose environment has\n"
+	"                                      RANK=R (and SLURM_JOB_ID or TORCHELASTIC_RUN_ID=ID)\n"
+	"  snapshot ... --at TIME [--window D] the window D (10s) around a wall-clock instant:\n"
+	"                                      2026-12-01T11:30:00Z, ...+08:00, or epoch seconds\n"
 	"  snapshots                           automatic snapshots, newest first, with why\n"
 	"  fetch NAME [--format F] [-o PREFIX] one automatic snapshot (default hps,perfetto,report)\n"
 	"  report FILE.hps                     the diagnosis of a saved snapshot (--json)\n"
@@ -304,6 +309,10 @@ static void print_status_json(const Hostprof__Status *st)
 		jsonw_uint_field(j, "bytes", p->bytes);
 		jsonw_bool_field(j, "exited", p->exited);
 		jsonw_string_field(j, "why", p->why ? p->why : "");
+		jsonw_string_field(j, "rank", p->rank ? p->rank : "");
+		jsonw_string_field(j, "local_rank", p->local_rank ? p->local_rank : "");
+		jsonw_string_field(j, "world_size", p->world_size ? p->world_size : "");
+		jsonw_string_field(j, "job", p->job ? p->job : "");
 		jsonw_end_object(j);
 	}
 	jsonw_end_array(j);
@@ -351,8 +360,12 @@ static void print_status_text(const Hostprof__Status *st)
 	for (size_t i = 0; i < st->n_processes; i++) {
 		const Hostprof__WatchedProcess *p = st->processes[i];
 
-		printf("%-8u %-16s %10" PRIu64 " %9s  %s%s\n", p->pid, ESC(p->comm), p->events,
+		printf("%-8u %-16s %10" PRIu64 " %9s  %s%s", p->pid, ESC(p->comm), p->events,
 		       human_bytes(p->bytes, a, sizeof(a)), ESC(p->why), p->exited ? " (exited)" : "");
+		if (p->rank && *p->rank)
+			printf(", rank %s%s%s", ESC(p->rank), p->job && *p->job ? " of job " : "",
+			       p->job && *p->job ? ESC(p->job) : "");
+		putchar('\n');
 	}
 }
 
@@ -586,10 +599,10 @@ static const char *utc_stamp(char *buf, size_t len)
 
 /* Options of the commands that take them; one set, since each takes a few. */
 static struct {
-	uint64_t pid, window;
+	uint64_t pid, window, at_ns;
 	unsigned formats;
-	const char *output, *thread;
-	bool has_pid;
+	const char *output, *thread, *rank, *job;
+	bool has_pid, has_at;
 } args;
 
 static int on_opt(int opt, const char *arg)
@@ -612,6 +625,19 @@ static int on_opt(int opt, const char *arg)
 	case 't':
 		args.thread = arg;
 		return 0;
+	case 'a':
+		if (parse_wall_time(arg, &args.at_ns) < 0)
+			return usage_error("--at needs a wall-clock time with its zone, like 2026-12-01T11:30:00Z, "
+					   "2026-12-01T19:30:00.250+08:00 or epoch seconds 1764588600.25, not '%s'",
+					   arg);
+		args.has_at = true;
+		return 0;
+	case 'r':
+		args.rank = arg;
+		return 0;
+	case 'j':
+		args.job = arg;
+		return 0;
 	}
 	return EXIT_USAGE;
 }
@@ -622,6 +648,9 @@ static const struct option cmd_opts[] = {
 	{ "format", required_argument, NULL, 'f' },
 	{ "output", required_argument, NULL, 'o' },
 	{ "thread", required_argument, NULL, 't' },
+	{ "at", required_argument, NULL, 'a' },
+	{ "rank", required_argument, NULL, 'r' },
+	{ "job", required_argument, NULL, 'j' },
 	{},
 };
 
@@ -636,7 +665,8 @@ static int parse_args(int argc, char **argv, const char *allowed, int nargs, cha
 		return r;
 	if ((args.has_pid && !strchr(allowed, 'p')) || (args.window && !strchr(allowed, 'w')) ||
 	    (args.formats && !strchr(allowed, 'f')) || (args.output && !strchr(allowed, 'o')) ||
-	    (args.thread && !strchr(allowed, 't')))
+	    (args.thread && !strchr(allowed, 't')) || (args.has_at && !strchr(allowed, 'a')) ||
+	    ((args.rank || args.job) && !strchr(allowed, 'r')))
 		return usage_error("%s does not take that option; see hostprofctl --help", argv[0]);
 	if (nargs == 0 && ret_arg)
 		*ret_arg = NULL;
@@ -653,22 +683,28 @@ static int cmd_snapshot(int argc, char **argv)
 	char prefix[128], stamp[32];
 	int r;
 
-	r = parse_args(argc, argv, "pwfo", 0, NULL);
+	r = parse_args(argc, argv, "pwfoar", 0, NULL);
 	if (r)
 		return r;
-	if (!args.has_pid)
-		return usage_error("snapshot needs --pid N");
+	if (args.has_pid == !!args.rank)
+		return usage_error("snapshot needs --pid N, or --rank R [--job ID]");
+	if (args.job && !args.rank)
+		return usage_error("--job names a job for --rank");
 	if (!args.formats)
 		args.formats = 1u << FMT_PERFETTO;
 	sreq.pid = args.pid;
 	sreq.has_window_ns = args.window != 0;
 	sreq.window_ns = args.window;
+	sreq.has_at_ns = args.has_at;
+	sreq.at_ns = args.at_ns;
+	sreq.rank = (char *)args.rank;
+	sreq.job = (char *)args.job;
 	req.body_case = HOSTPROF__REQUEST__BODY_SNAPSHOT;
 	req.snapshot = &sreq;
 	r = stream_request(&req, &data, &snap, &events);
 	if (r)
 		goto out;
-	snprintf(prefix, sizeof(prefix), "hostprof-%" PRIu64 "-%s", args.pid, utc_stamp(stamp, sizeof(stamp)));
+	snprintf(prefix, sizeof(prefix), "hostprof-%u-%s", snap->pid, utc_stamp(stamp, sizeof(stamp)));
 	r = write_formats(snap, data.data + data.off, hp_buf_pending(&data), args.formats, args.output, prefix);
 	if (!r)
 		print_summary(snap, events);
@@ -863,13 +899,14 @@ static int cmd_snapshots(int argc, char **argv)
 	} else if (!l->n_entries) {
 		printf("no automatic snapshots in %s\n", l->dir ? l->dir : "the snapshot directory");
 	} else {
-		printf("%-40s %-8s %-14s %9s  %s\n", "NAME", "PID", "TRIGGER", "SIZE", "WHY");
+		printf("%-40s %-24s %-8s %-14s %9s  %s\n", "NAME", "TIME (UTC)", "PID", "TRIGGER", "SIZE", "WHY");
 		for (size_t i = 0; i < l->n_entries; i++) {
 			const Hostprof__SnapshotEntry *e = l->entries[i];
-			char size[32];
+			char size[32], when[40];
 
-			printf("%-40s %-8u %-14s %9s  %s\n", e->name, e->pid, e->trigger,
-			       human_bytes(e->bytes, size, sizeof(size)), e->summary && *e->summary ? ESC(e->summary) : "-");
+			printf("%-40s %-24s %-8u %-14s %9s  %s\n", e->name, format_wall_time(e->realtime_ns, when, sizeof(when)),
+			       e->pid, e->trigger, human_bytes(e->bytes, size, sizeof(size)),
+			       e->summary && *e->summary ? ESC(e->summary) : "-");
 		}
 	}
 	hostprof__response__free_unpacked(resp, NULL);

@@ -25,6 +25,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
@@ -39,6 +40,7 @@
 #include "snapstore.h"
 #include "snapsvc.h"
 #include "trigger.h"
+#include "walltime.h"
 #include "watch.h"
 
 #define MAX_CLIENTS 256
@@ -303,6 +305,10 @@ static void handle_status(struct client *cl, const Hostprof__Request *req, struc
 		wp[nw].bytes = p->bytes;
 		wp[nw].exited = p->exit_ns != 0;
 		wp[nw].why = p->unwatched ? "unwatched" : p->why;
+		wp[nw].rank = p->labels.rank;
+		wp[nw].job = p->labels.job;
+		wp[nw].local_rank = p->labels.local_rank;
+		wp[nw].world_size = p->labels.world_size;
 		wpp[nw] = &wp[nw];
 		nw++;
 	}
@@ -426,12 +432,60 @@ static bool stream_slot(struct client *cl)
 	return true;
 }
 
+/* The process whose environment names this rank (and job): a live one first, else the
+ * most recent that exited; only among those the peer may see. NULL, with the error sent. */
+static struct proc_rec *find_by_rank(struct client *cl, const char *rank, const char *job)
+{
+	struct recorder *rec = cl->ctl->deps.recorder;
+	struct proc_rec *live = NULL, *gone = NULL;
+	char others[160] = "";
+	size_t n_live = 0, len = 0;
+
+	for (size_t i = 0; i < recorder_count(rec); i++) {
+		struct proc_rec *p = recorder_at(rec, i);
+
+		if (!p->labels_read || strcmp(p->labels.rank, rank) || (job && strcmp(p->labels.job, job)) ||
+		    !may_see(cl, p))
+			continue;
+		if (p->exit_ns) {
+			if (!gone || p->exit_ns > gone->exit_ns)
+				gone = p;
+			continue;
+		}
+		n_live++;
+		live = p;
+		if (len < sizeof(others))
+			len += snprintf(others + len, sizeof(others) - len, "%s%u (job %s)", len ? ", " : "", p->info.pid,
+					p->labels.job[0] ? p->labels.job : "none");
+	}
+	if (n_live > 1) {
+		(void)send_error(cl, HOSTPROF__ERROR__CODE__BAD_REQUEST,
+				 "rank %s names %zu watched processes: %s; add --job ID (or give --pid)", rank, n_live,
+				 others);
+		return NULL;
+	}
+	if (!live && !gone)
+		(void)send_error(cl, HOSTPROF__ERROR__CODE__NOT_FOUND,
+				 "no watched process you may see has RANK=%s%s%s in its environment (`hostprofctl status` "
+				 "shows each one's rank and job)",
+				 rank, job ? " and job " : "", job ? job : "");
+	return live ? live : gone;
+}
+
 static int find_snapshot_target(struct client *cl, const Hostprof__Request *req, struct target *t)
 {
 	const Hostprof__SnapshotRequest *sr = req->snapshot;
 	struct proc_rec *p;
 
 	snapsvc_catch_up(cl->ctl->deps.snapsvc); /* a process that just appeared is in the rings */
+	if (sr->rank) {
+		p = find_by_rank(cl, sr->rank, sr->job);
+		if (!p)
+			return -ENOENT;
+		*t = (struct target){ .kind = TARGET_OWNED, .owner = p->info.cred, .pid = p->info.pid, .p = p };
+		target_live_cred(t, p);
+		return 0;
+	}
 	p = recorder_find(cl->ctl->deps.recorder, sr->pid);
 	if (!p) {
 		(void)send_error(cl, HOSTPROF__ERROR__CODE__NOT_FOUND,
@@ -445,6 +499,46 @@ static int find_snapshot_target(struct client *cl, const Hostprof__Request *req,
 	return 0;
 }
 
+/* --at: the window around a wall-clock instant, in the process's BOOTTIME history; false
+ * (with the error sent) when the history does not hold it. */
+static bool window_at(struct client *cl, const struct proc_rec *p, uint64_t at_rt, uint64_t window_ns,
+		      struct snapshot_req *req)
+{
+	struct timespec rt;
+	uint64_t now_bt = now_boottime_ns(), now_rt, at, first, last, half, span_first, span_last;
+	uint64_t window = recorder_limits(cl->ctl->deps.recorder)->window_ns;
+	char a[40], b[40], c[40];
+
+	clock_gettime(CLOCK_REALTIME, &rt);
+	now_rt = rt.tv_sec * NSEC_PER_SEC + rt.tv_nsec;
+	if (!window_ns)
+		window_ns = 10 * NSEC_PER_SEC;
+	half = window_ns / 2;
+	if (at_rt > now_rt) {
+		(void)send_error(cl, HOSTPROF__ERROR__CODE__BAD_REQUEST, "%s is in the future: it is %s here",
+				 format_wall_time(at_rt, a, sizeof(a)), format_wall_time(now_rt, b, sizeof(b)));
+		return false;
+	}
+	at = now_rt - at_rt > now_bt ? 0 : now_bt - (now_rt - at_rt);
+	/* what the history covers: since watching began or the window's start, back to its
+	 * oldest record where space evicted more; until the exit, or now */
+	first = MAX(p->watch_ns, now_bt > window ? now_bt - window : 0);
+	if (recorder_history_span(p, &span_first, &span_last))
+		first = MIN(first, span_first);
+	last = p->exit_ns ? p->exit_ns : now_bt;
+	if (at < first || at > last) {
+		(void)send_error(cl, HOSTPROF__ERROR__CODE__NOT_FOUND,
+				 "%s is outside the history of pid %u, which runs from %s to %s",
+				 format_wall_time(at_rt, a, sizeof(a)), p->info.pid,
+				 format_wall_time(now_rt - (now_bt - first), b, sizeof(b)),
+				 format_wall_time(now_rt - (now_bt - last), c, sizeof(c)));
+		return false;
+	}
+	req->end_ns = MIN(at + half, last);
+	req->window_ns = req->end_ns - (at > half ? at - half : 0);
+	return true;
+}
+
 static void handle_snapshot(struct client *cl, const Hostprof__Request *req, struct target *t)
 {
 	const Hostprof__SnapshotRequest *sr = req->snapshot;
@@ -454,9 +548,12 @@ static void handle_snapshot(struct client *cl, const Hostprof__Request *req, str
 		return;
 	/* built in a child process: the loop goes on draining meanwhile */
 	cl->snap_req = (struct snapshot_req){ .p = t->p, .window_ns = sr->has_window_ns ? sr->window_ns : 0 };
+	if (sr->has_at_ns && !window_at(cl, t->p, sr->at_ns, cl->snap_req.window_ns, &cl->snap_req))
+		return;
 	cl->snap_req.hide_kernel_addresses = cl->cred.uid != 0;
 	/* what was recorded after an exec changed its credentials is root's alone */
-	if (cl->cred.uid != 0 && t->p->cred_change_ns)
+	if (cl->cred.uid != 0 && t->p->cred_change_ns &&
+	    (!cl->snap_req.end_ns || cl->snap_req.end_ns > t->p->cred_change_ns))
 		cl->snap_req.end_ns = t->p->cred_change_ns;
 	cl->snap_pid = t->pid;
 	r = snapsvc_start(cl->ctl->deps.snapsvc, &cl->snap_req, snapshot_then, NULL, snapshot_done, cl, &cl->job);

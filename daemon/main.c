@@ -414,6 +414,8 @@ int main(int argc, char **argv)
 
 	control_free(d.control);
 	snapjob_kill_all();
+	/* first of the modules: its last completions (-ECANCELED) still find what they name */
+	worker_free(d.worker);
 	if (d.signal_src.fd >= 0)
 		close(d.signal_src.fd);
 	if (d.timer_src.fd >= 0)
@@ -424,7 +426,6 @@ int main(int argc, char **argv)
 	capture_free(d.capture); /* detaches every program */
 	recorder_free(d.recorder);
 	symbolizer_free(d.symbolizer);
-	worker_free(d.worker); /* after the symbolizer: refreshes still out are cancelled */
 	snapstore_free(d.snapstore);
 	loop_free(d.loop);
 	settings_free(&d.settings);

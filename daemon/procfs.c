@@ -104,6 +104,53 @@ bool proc_same_cred(const struct proc_cred *a, const struct proc_cred *b)
 	       a->dumpable == b->dumpable;
 }
 
+/* value of NAME=value in env (NUL-separated, len bytes), copied into buf; false if absent */
+static bool env_get(const char *env, size_t len, const char *name, char *buf, size_t size)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = env, *end = env + len; p < end; p += strnlen(p, end - p) + 1) {
+		size_t l = strnlen(p, end - p);
+
+		if (l > n && p[n] == '=' && !memcmp(p, name, n)) {
+			l = MIN(l - n - 1, size - 1);
+			memcpy(buf, p + n + 1, l);
+			buf[l] = 0;
+			return true;
+		}
+	}
+	return false;
+}
+
+int proc_read_labels(uint32_t pid, struct proc_labels *ret)
+{
+	static const char *const rank[] = { "RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID" },
+				 *const local[] = { "LOCAL_RANK", "SLURM_LOCALID" },
+				 *const world[] = { "WORLD_SIZE", "SLURM_NTASKS" },
+				 *const job[] = { "SLURM_JOB_ID", "TORCHELASTIC_RUN_ID" };
+	struct proc_labels l = {};
+	_cleanup_free_ char *buf = malloc(PROC_ENVIRON_MAX + 1);
+	char path[64];
+	ssize_t n;
+
+	if (!buf)
+		return -ENOMEM;
+	snprintf(path, sizeof(path), "/proc/%u/environ", pid);
+	n = read_file(path, buf, PROC_ENVIRON_MAX + 1);
+	if (n < 0)
+		return n;
+	for (size_t i = 0; i < ARRAY_SIZE(rank) && !env_get(buf, n, rank[i], l.rank, sizeof(l.rank)); i++)
+		;
+	for (size_t i = 0; i < ARRAY_SIZE(local) && !env_get(buf, n, local[i], l.local_rank, sizeof(l.local_rank)); i++)
+		;
+	for (size_t i = 0; i < ARRAY_SIZE(world) && !env_get(buf, n, world[i], l.world_size, sizeof(l.world_size)); i++)
+		;
+	for (size_t i = 0; i < ARRAY_SIZE(job) && !env_get(buf, n, job[i], l.job, sizeof(l.job)); i++)
+		;
+	*ret = l;
+	return 0;
+}
+
 int proc_read_cmdline(uint32_t pid, char **ret, size_t *ret_len)
 {
 	char path[64];
@@ -196,7 +243,8 @@ int proc_for_each_thread(int (*fn)(uint32_t pid, uint32_t tid, const char *comm,
 		if (!parse_pid(de->d_name, &pid))
 			continue;
 		r = proc_for_each_task(pid, fn, ud);
-		if (r == -ENOENT)
+		/* gone meanwhile: ENOENT, or ESRCH from /proc/PID/task of a process just reaped */
+		if (r == -ENOENT || r == -ESRCH)
 			r = 0;
 		if (r < 0)
 			break;

@@ -32,6 +32,20 @@ int proc_for_each_thread(int (*fn)(uint32_t pid, uint32_t tid, const char *comm,
 /* Threads of one process. */
 int proc_for_each_task(uint32_t pid, int (*fn)(uint32_t pid, uint32_t tid, const char *comm, void *ud),
 		       void *ud);
+/* What a job launcher put in a process's environment to name the job and the rank
+ * (torchrun, Slurm, MPI): each value cut at its size, "" when absent. */
+struct proc_labels {
+	char rank[16];       /* RANK, else OMPI_COMM_WORLD_RANK, else SLURM_PROCID */
+	char local_rank[16]; /* LOCAL_RANK, else SLURM_LOCALID */
+	char world_size[16]; /* WORLD_SIZE, else SLURM_NTASKS */
+	char job[64];        /* SLURM_JOB_ID, else TORCHELASTIC_RUN_ID */
+};
+
+/* /proc/PID/environ, at most PROC_ENVIRON_MAX bytes of it (a job's labels come first
+ * in practice; what lies beyond is not looked at). */
+#define PROC_ENVIRON_MAX (256 * 1024)
+int proc_read_labels(uint32_t pid, struct proc_labels *ret);
+
 /* The daemon's own resident set, bytes. */
 uint64_t proc_self_rss(void);
 

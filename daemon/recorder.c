@@ -238,7 +238,8 @@ int recorder_watch(struct recorder *rec, uint32_t pid, uint32_t reason, uint32_t
 		free(p);
 		return r;
 	}
-	(void)proc_read_cmdline(pid, &p->cmdline, &p->cmdline_len);
+	/* not its cmdline: reading it takes the process's mmap_lock, which the process can
+	 * hold as long as it likes; watch.c reads it on the worker */
 	(void)proc_for_each_task(pid, add_task_name, p);
 	p->reason = reason;
 	p->parent = parent;
@@ -644,4 +645,21 @@ void recorder_for_each_record(const struct proc_rec *p, void (*fn)(void *ud, con
 			off += h->size;
 			fn(ud, h);
 		}
+}
+
+bool recorder_history_span(const struct proc_rec *p, uint64_t *ret_first, uint64_t *ret_last)
+{
+	uint64_t first = UINT64_MAX, last = 0;
+
+	for (const struct chunk *c = p->head; c; c = c->next) {
+		if (!c->nrec)
+			continue;
+		first = MIN(first, c->min_ts);
+		last = MAX(last, c->max_ts);
+	}
+	if (first > last)
+		return false;
+	*ret_first = first;
+	*ret_last = last;
+	return true;
 }

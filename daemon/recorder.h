@@ -54,6 +54,10 @@ struct proc_rec {
 	 * when, and what was recorded from there on is root's alone. */
 	uint64_t exec_since_check_ns; /* the first exec since the last check; 0: none */
 	uint64_t cred_change_ns;      /* 0: unchanged */
+	/* its command line and the job and rank from its environment: read on the worker
+	 * (watch.c), since both reads take the process's mmap_lock */
+	struct proc_labels labels;
+	bool labels_read, labels_pending;
 };
 
 struct recorder_limits {
@@ -113,6 +117,9 @@ int recorder_enable_host(struct recorder *rec, bool on);
 const struct proc_rec *recorder_host(const struct recorder *rec);
 /* Processes alive and watched. */
 size_t recorder_live_count(const struct recorder *rec);
+
+/* The time span of what p holds now (BOOTTIME); false when it holds nothing. */
+bool recorder_history_span(const struct proc_rec *p, uint64_t *ret_first, uint64_t *ret_last);
 
 /* Every record p holds, chunk by chunk (not in time order: shards arrive unordered). */
 void recorder_for_each_record(const struct proc_rec *p, void (*fn)(void *ud, const struct hp_hdr *h), void *ud);

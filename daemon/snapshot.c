@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/timex.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -1378,6 +1379,18 @@ static int fill_host(struct snap_build *b)
 	clock->boottime_ns = clock_ns(CLOCK_BOOTTIME);
 	clock->realtime_ns = clock_ns(CLOCK_REALTIME);
 	clock->monotonic_ns = clock_ns(CLOCK_MONOTONIC);
+	{
+		/* the clock's quality, as the time daemon told the kernel: read only (modes 0) */
+		struct timex tx = { .modes = 0 };
+		int state = adjtimex(&tx);
+
+		if (state >= 0) {
+			clock->has_synced = clock->has_max_error_ns = clock->has_est_error_ns = true;
+			clock->synced = state != TIME_ERROR && !(tx.status & STA_UNSYNC);
+			clock->max_error_ns = (uint64_t)tx.maxerror * NSEC_PER_USEC;
+			clock->est_error_ns = (uint64_t)tx.esterror * NSEC_PER_USEC;
+		}
+	}
 	b->snap.clock = clock;
 	return 0;
 }

@@ -27,6 +27,7 @@
 #include "snapsvc.h"
 #include "syscall_names.h"
 #include "trigger.h"
+#include "walltime.h"
 
 /* journalctl MESSAGE_ID=... finds every automatic snapshot */
 #define TRIGGER_MESSAGE_ID "c3a1f0e27d4b4b8e9a52d6f1e0b7a913"
@@ -414,7 +415,7 @@ static void take_done(void *ud, int status, uint8_t *data, size_t len)
 	struct snapstore *st = tk->ts->snapstore;
 	const struct snap_entry *entry = NULL;
 	const char *name = (const char *)data, *summary;
-	char path[PATH_MAX];
+	char path[PATH_MAX], when[40];
 
 	if (status < 0 || !data || !memchr(data, 0, len)) {
 		/* a full or unwritable disk: said, nothing partial left, capture goes on */
@@ -431,10 +432,13 @@ static void take_done(void *ud, int status, uint8_t *data, size_t len)
 		log_warning_errno(status, "trigger %s: failed to index %s: %m, ignoring", tk->def.name, name);
 	snprintf(path, sizeof(path), "%s/%s.hps", snapstore_dir(st), name);
 	log_notice("automatic snapshot %s: %s", path, summary);
+	/* the wall-clock instant, to ask every other node of the job for the same one */
+	format_wall_time(tk->pd.realtime_ns, when, sizeof(when));
 	(void)sd_journal_send("MESSAGE=hostprof: trigger %s on pid %u (%s): %s", tk->def.name, tk->pd.pid, tk->comm,
 			      tk->pd.detail, "MESSAGE_ID=" TRIGGER_MESSAGE_ID, "PRIORITY=%i", LOG_WARNING,
 			      "SYSLOG_IDENTIFIER=hostprofd", "HOSTPROF_PID=%u", tk->pd.pid, "HOSTPROF_COMM=%s", tk->comm,
-			      "HOSTPROF_TID=%u", tk->pd.tid, "HOSTPROF_TRIGGER=%s", tk->def.name, "HOSTPROF_KIND=%s",
+			      "HOSTPROF_TID=%u", tk->pd.tid, "HOSTPROF_TIME=%s", when, "HOSTPROF_REALTIME_NS=%llu",
+			      (unsigned long long)tk->pd.realtime_ns, "HOSTPROF_TRIGGER=%s", tk->def.name, "HOSTPROF_KIND=%s",
 			      trigger_kind_name(tk->def.kind), "HOSTPROF_FILE=%s", path, "HOSTPROF_CULPRIT_PID=%u",
 			      tk->pd.culprit_pid, "HOSTPROF_CULPRIT_COMM=%s", tk->pd.culprit_comm, "HOSTPROF_SUMMARY=%s",
 			      summary, NULL);

@@ -10,6 +10,7 @@
 #include "capture.h"
 #include "glob.h"
 #include "log.h"
+#include "macro.h"
 #include "loop.h"
 #include "procfs.h"
 #include "symbolize.h"
@@ -238,6 +239,70 @@ static void check_cred(struct proc_rec *p)
 		   p->info.pid, now.comm, now.cred.uid, now.cred.euid, p->info.cred.uid, p->info.cred.euid);
 }
 
+/* What is read of a process on the worker: its command line and its job and rank labels
+ * (both reads wait for the process's mmap_lock, which it may hold as long as it likes). */
+struct label_read {
+	struct watch *w;
+	uint32_t pid;
+	uint64_t start_time;
+	struct proc_labels labels;
+	char *cmdline;
+	size_t cmdline_len;
+};
+
+#define LABELS_BUDGET_NS (2 * NSEC_PER_SEC)
+
+static int label_work(void *arg)
+{
+	struct label_read *lr = arg;
+	struct proc_info info;
+	int r = proc_read_labels(lr->pid, &lr->labels);
+
+	(void)proc_read_cmdline(lr->pid, &lr->cmdline, &lr->cmdline_len);
+	/* the environment read is this process's, not one that took its pid since */
+	if (r >= 0 && (proc_read_info(lr->pid, &info) < 0 || info.start_time != lr->start_time))
+		r = -ESRCH;
+	return r;
+}
+
+static void label_done(void *arg, int r)
+{
+	struct label_read *lr = arg;
+	struct proc_rec *p = recorder_find(lr->w->recorder, lr->pid);
+
+	if (p && p->info.start_time == lr->start_time) {
+		p->labels_pending = false;
+		p->labels_read = true; /* tried once: a process that hides its environment has none */
+		if (r >= 0) {
+			p->labels = lr->labels;
+			if (!p->cmdline) {
+				p->cmdline = TAKE_PTR(lr->cmdline);
+				p->cmdline_len = lr->cmdline_len;
+			}
+		}
+	}
+	free(lr->cmdline);
+	free(lr);
+}
+
+static void read_labels(struct watch *w, struct proc_rec *p)
+{
+	struct label_read *lr;
+
+	if (p->labels_read || p->labels_pending || !w->worker)
+		return;
+	lr = calloc(1, sizeof(*lr));
+	if (!lr)
+		return;
+	*lr = (struct label_read){ .w = w, .pid = p->info.pid, .start_time = p->info.start_time };
+	if (worker_submit(w->worker, LABELS_BUDGET_NS, label_work, label_done, lr) < 0) {
+		free(lr); /* the queue is full: the next tick tries again */
+		w->refresh_deferred++;
+		return;
+	}
+	p->labels_pending = true;
+}
+
 /* Note the mappings of processes that execed or mapped code since the last tick, so
  * their frames resolve even after they exit: read on the worker, applied when it is done. */
 static void refresh_maps(struct watch *w)
@@ -250,6 +315,7 @@ static void refresh_maps(struct watch *w)
 			continue;
 		capture_filter_touch(w->capture, p->info.pid);
 		check_cred(p);
+		read_labels(w, p);
 		if (!p->maps_dirty || !w->symbolizer)
 			continue;
 		r = symbolizer_refresh_process_async(w->symbolizer, w->worker, p->info.pid);

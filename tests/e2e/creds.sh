@@ -40,7 +40,9 @@ spawn() {
 cp "$(command -v sleep)" "$tmp/suid-sleep" && chmod 4755 "$tmp/suid-sleep"
 cp "$(command -v sleep)" "$tmp/sgid-sleep" && chgrp shadow "$tmp/sgid-sleep" && chmod 2755 "$tmp/sgid-sleep"
 
-start_daemon --socket-group "$grp" --snapshot-dir "$tmp/snaps" --trigger 'ex:offcpu:sleep:50ms' --window 30s
+# its own thread pattern: nothing another test runs at the same time is watched with ours
+start_daemon --socket-group "$grp" --snapshot-dir "$tmp/snaps" --trigger 'ex:offcpu:sleep:50ms' --window 30s \
+	--watch-thread "nomatch$$"
 
 # --- 1. an exec of a set-uid program ---
 spawn "$ua" bash -c "sleep 1.5; exec $tmp/suid-sleep 2"

@@ -79,4 +79,46 @@ out=$(ctl status --json 2>&1)
 jq -e --arg pid "$victim" '.processes[] | select(.pid == ($pid | tonumber)) | .comm | test("\u001b")' <<<"$out" >/dev/null \
 	&& ok "status --json keeps the bytes" || fail "status --json: $out"
 stop_daemon
+
+# --- files a watched process points the daemon at: it never waits on them ---
+# (1) a perf map that is a symlink to tracefs' trace_pipe (a read never returns), and
+# (2) a binary whose .gnu_debuglink names a sparse 1 GiB ELF and another of 16 TiB.
+# status must answer within a second all along.
+command -v objcopy >/dev/null || skip "objcopy not found (binutils)"
+mkdir "$tmp/tr" "$tmp/dbg"
+tracefs=0
+mount -t tracefs nodev "$tmp/tr" 2>/dev/null && tracefs=1
+cp "$(command -v sleep)" "$tmp/dbg/sleepy"
+objcopy --only-keep-debug "$tmp/dbg/sleepy" "$tmp/dbg/sleepy.debug"
+objcopy --remove-section=.gnu_debuglink "$tmp/dbg/sleepy"
+objcopy --add-gnu-debuglink="$tmp/dbg/sleepy.debug" "$tmp/dbg/sleepy"
+truncate -s 1G "$tmp/dbg/sleepy.debug" # still an ELF header up front; the CRC no longer matches
+cp "$(command -v sleep)" "$tmp/dbg/sleepier"
+objcopy --only-keep-debug "$tmp/dbg/sleepier" "$tmp/dbg/sleepier.debug"
+objcopy --remove-section=.gnu_debuglink "$tmp/dbg/sleepier"
+objcopy --add-gnu-debuglink="$tmp/dbg/sleepier.debug" "$tmp/dbg/sleepier"
+truncate -s 16T "$tmp/dbg/sleepier.debug" 2>/dev/null || truncate -s 1T "$tmp/dbg/sleepier.debug" # after objcopy's own CRC
+"$tmp/dbg/sleepy" 30 &
+pa=$!
+"$tmp/dbg/sleepier" 30 &
+pb=$!
+sleep 30 &
+pc=$!
+bg_pids+=("$pa" "$pb" "$pc")
+[ $tracefs = 1 ] && ln -s "$tmp/tr/trace_pipe" "/tmp/perf-$pc.map"
+start_daemon --pid "$pa" --pid "$pb" --pid "$pc"
+slow=0
+for _ in $(seq 12); do
+	t0=$(date +%s%N)
+	if ! timeout 1 "$HOSTPROFCTL" --socket "$sock" status >/dev/null 2>&1; then slow=$((slow + 1)); fi
+	[ $(( ($(date +%s%N) - t0) / 1000000 )) -lt 1000 ] || slow=$((slow + 1))
+	sleep 0.25
+done
+[ $slow = 0 ] && ok "status answered within a second for 3 s (trace_pipe symlink: $tracefs, sparse debug files)" \
+	|| fail "status was slow or silent $slow times of 12"
+expect_rc 0 "a snapshot of the process behind the trace_pipe symlink" -- timeout 10 "$HOSTPROFCTL" --socket "$sock" snapshot --pid "$pc" -o "$tmp/pc.pftrace"
+expect_rc 0 "a snapshot of the process with the sparse debug file" -- timeout 20 "$HOSTPROFCTL" --socket "$sock" snapshot --pid "$pa" -o "$tmp/pa.pftrace"
+rm -f "/tmp/perf-$pc.map"
+stop_daemon
+[ $tracefs = 1 ] && umount "$tmp/tr"
 finish

@@ -47,13 +47,13 @@ decode_perfetto "$snaps/$name.pftrace" | grep -q 'acl_preempt' && ok "the trigge
 n=$(decode_perfetto "$snaps/$name.pftrace" | grep -A8 'sched_switch {' | awk '/prev_comm:/ {p=$2} /next_comm:/ { if (p == "\"acl_thread\"" && $2 == "\"hog\"") n++ } END {print n+0}')
 [ "$n" -ge 1 ] && ok "its trace holds the preemption ($n)" || fail "no acl_thread -> hog switch in the trace"
 expect_rc 0 "snapshots (text)" -- ctl snapshots
-expect_match "$name +$trainer +acl_preempt .*preempted by hog" "listed with its reason"
+expect_match "$name +20[0-9-]+T[0-9:.]+Z +$trainer +acl_preempt .*preempted by hog" "listed with its time and reason"
 cd "$tmp" || exit 1
 expect_rc 0 "fetch NAME" -- ctl fetch "$name" -o "$tmp/fetched"
 [ -s "$tmp/fetched.hps" ] && cmp -s "$tmp/fetched.hps" "$snaps/$name.hps" && ok "fetch gives the same .hps" || fail "fetched.hps differs"
 sleep 1
 grep -q "MESSAGE_ID=c3a1f0e27d4b4b8e9a52d6f1e0b7a913" "$tmp/journal.out" && ok "journal entry with the MESSAGE_ID" || fail "journal: $(cat "$tmp/journal.out")"
-for field in "HOSTPROF_PID=$trainer" "HOSTPROF_TRIGGER=acl_preempt" "HOSTPROF_FILE=$snaps/$name.hps" "HOSTPROF_CULPRIT_COMM=" "PRIORITY=4"; do
+for field in "HOSTPROF_PID=$trainer" "HOSTPROF_TRIGGER=acl_preempt" "HOSTPROF_FILE=$snaps/$name.hps" "HOSTPROF_CULPRIT_COMM=" "PRIORITY=4" "HOSTPROF_TIME=20" "HOSTPROF_REALTIME_NS=1"; do
 	grep -q "^$field" "$tmp/journal.out" && ok "journal field $field" || fail "no $field in the journal entry"
 done
 kill "$daemon_pid"; wait "$ns_pid" 2>/dev/null; daemon_pid=

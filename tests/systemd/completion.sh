@@ -52,7 +52,7 @@ expect_completion "export fetch report snapshot snapshots status unwatch watch" 
 expect_completion "snapshot snapshots" sn
 expect_completion "--help --json --socket --version" --
 expect_completion "status" --socket /run/x.sock st
-expect_completion "--format --json --output --pid --socket --window" snapshot --
+expect_completion "--at --format --job --json --output --pid --rank --socket --window" snapshot --
 expect_completion "--json --pid --socket --thread" unwatch --
 expect_completion "--format" snapshot --pid 1 --window 5s --f
 expect_completion "$formats" snapshot --pid 1 --format ""

@@ -12,9 +12,15 @@
  *   burst START END                                     each burst of the hog
  *   gap START END                                       each time acl_thread lost its CPU for
  *                                                       at least half a burst, as it saw it
+ *   acl_thread switches VOLUNTARY INVOLUNTARY           the kernel's count of its switch-outs
+ *                                                       (getrusage), when it ends
+ *   acl_thread spun START END                           when its loop ran
  *   stall: bursts=N gaps=N                              at the end
  * --mode changes what acl_thread does, for the other trigger kinds:
  *   spin     (default) spins: a burst preempts it (preempt)
+ *   syscall  spins in getppid() calls: a burst finds it in the kernel about as often as the
+ *            kernel's share of the loop, and preempts it there (R+) on a preempt=full kernel,
+ *            at its return to user mode (R) on a voluntary or none one
  *   sleep    sleeps 1 ms in a loop: a burst delays its wakeups (runq)
  *   block    blocks --block-ms in read() on a pipe each period (offcpu, syscall)
  *   migrate  moves between CPU 0 and --cpu every 20 ms (migrate); no hog
@@ -34,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -49,6 +56,11 @@ static int opt_block_ms = 50;
 static const char *opt_mode = "spin";
 static atomic_bool stop;
 static atomic_int acl_tid;
+
+static struct switches {
+	long vol, invol;
+} acl_switches = { -1, -1 };
+static uint64_t spun[2];
 
 #define MAX_GAPS 4096
 static uint64_t gaps[MAX_GAPS][2];
@@ -80,7 +92,9 @@ static void spin_until(uint64_t deadline)
 static void *acl_thread_main(void *arg)
 {
 	uint64_t min_gap = opt_burst_ms * 1000000ull / 2, last;
+	bool in_kernel = !strcmp(opt_mode, "syscall");
 	volatile uint64_t sink = 0;
+	struct rusage ru;
 
 	prctl(PR_SET_NAME, "acl_thread");
 	if (pin(opt_cpu) < 0)
@@ -131,13 +145,18 @@ static void *acl_thread_main(void *arg)
 		}
 		return NULL;
 	}
-	/* dispatch loop: work items of ~10 us, never sleeping, so a preemption shows as R */
-	last = now_ns();
+	/* dispatch loop: work items of ~10 us, never sleeping, so a preemption shows as R (or R+,
+	 * in --mode syscall on a preemptible kernel, where the burst found it in the kernel) */
+	spun[0] = last = now_ns();
 	while (!atomic_load(&stop)) {
 		uint64_t now;
 
-		for (int i = 0; i < 2000; i++)
-			sink += i;
+		if (in_kernel)
+			for (int i = 0; i < 20; i++)
+				sink += syscall(SYS_getppid);
+		else
+			for (int i = 0; i < 2000; i++)
+				sink += i;
 		now = now_ns();
 		if (now - last >= min_gap && n_gaps < MAX_GAPS) {
 			gaps[n_gaps][0] = last;
@@ -146,6 +165,9 @@ static void *acl_thread_main(void *arg)
 		}
 		last = now;
 	}
+	spun[1] = last;
+	if (getrusage(RUSAGE_THREAD, &ru) == 0)
+		acl_switches = (struct switches){ ru.ru_nvcsw, ru.ru_nivcsw };
 	return NULL;
 }
 
@@ -183,7 +205,7 @@ static int run_hog(int ready_fd, FILE *bursts_out)
 static void usage(void)
 {
 	fprintf(stderr, "usage: stall [--cpu N] [--period-ms N] [--burst-ms N] [--duration S] [--prio N]"
-			" [--start-delay-ms N] [--mode spin|sleep|block|migrate] [--block-ms N]\n");
+			" [--start-delay-ms N] [--mode spin|syscall|sleep|block|migrate] [--block-ms N]\n");
 	exit(2);
 }
 
@@ -293,6 +315,9 @@ int main(int argc, char **argv)
 	pthread_join(thr, NULL);
 	for (int i = 0; i < n_gaps; i++)
 		printf("gap %llu %llu\n", (unsigned long long)gaps[i][0], (unsigned long long)gaps[i][1]);
+	if (acl_switches.vol >= 0)
+		printf("acl_thread switches %ld %ld\nacl_thread spun %llu %llu\n", acl_switches.vol,
+		       acl_switches.invol, (unsigned long long)spun[0], (unsigned long long)spun[1]);
 	printf("stall: bursts=%d gaps=%d\n", bursts, n_gaps);
 	fflush(stdout);
 	return bursts < 0 ? 1 : 0;

@@ -1,0 +1,52 @@
+#!/bin/busybox sh
+# SPDX-License-Identifier: GPL-2.0-only
+# /init of the tests/kernel guests (busybox sh as PID 1): mounts what the tests need, runs
+# each test of /hostprof/guest-tests.txt under a timeout, and frames its output and exit
+# status on the console for tests/kernel/run-guest.sh:
+#   @@hostprof boot RELEASE MACHINE MODEL      once, before the first test
+#   @@hostprof begin NAME                      then the test's stdout and stderr
+#   @@hostprof end NAME RC                     RC: its exit status (137: killed at its timeout)
+#   @@hostprof summary NAME=RC...              all of them again, at the end
+#   @@hostprof done
+# then powers the machine off (qemu runs with -no-reboot: a reset ends it).
+/bin/busybox --install -s /bin
+export PATH=/hostprof/bin:/bin:/usr/bin HOME=/root
+mount -t proc proc /proc
+# the boot's messages are on the console; from here on only warnings and worse
+echo 4 >/proc/sys/kernel/printk
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mount -t tmpfs tmpfs /tmp
+mount -t tmpfs tmpfs /run
+mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+ln -s /proc/self/fd /dev/fd
+ip link set lo up 2>/dev/null
+
+MODEL=
+for a in $(cat /proc/cmdline); do
+	case $a in hostprof.model=*) MODEL=${a#hostprof.model=} ;; esac
+done
+export MODEL
+export HOSTPROFD=/hostprof/bin/hostprofd HOSTPROFCTL=/hostprof/bin/hostprofctl STALL=/hostprof/bin/stall
+export SRCDIR=/hostprof HOOKCOST_NOTE="TCG-emulated (qemu), not a real CPU's cost"
+# TCG runs the kernel's paths some 10-50 times slower than a CPU, its TSC is unstable (the
+# clock is the HPET, read by syscall) and its vCPUs stall for milliseconds on a loaded host:
+# tests/bpf/test-capture.c widens its timing windows by this factor and checks counts
+# instead of the gaps a workload's clock saw
+export HOSTPROF_TEST_SLOWDOWN=50
+
+echo "@@hostprof boot $(uname -r) $(uname -m) $MODEL"
+summary=
+while read -r name timeout cmd; do
+	case $name in '' | '#'*) continue ;; esac
+	echo "@@hostprof begin $name"
+	(cd /hostprof && eval "timeout -s KILL $timeout $cmd") </dev/null 2>&1
+	rc=$?
+	echo "@@hostprof end $name $rc"
+	summary="$summary $name=$rc"
+done </hostprof/guest-tests.txt
+echo "@@hostprof summary$summary"
+echo "@@hostprof done"
+sync
+reboot -f
