@@ -143,7 +143,7 @@ static void test_pbwriter(void)
 
 	expect_tag(&r, 1000, PBW_WT_LEN);
 	len = rd_varint(&r, &n);
-	CHECK(n == 4, "nested length takes %zu bytes, want 4", n);
+	CHECK(n == 1, "nested length takes %zu bytes, want 1 (the shortest)", n);
 	end = r.pos + len;
 	CHECK(end == r.len, "nested length %zu, %zu bytes follow", len, r.len - r.pos);
 	expect_tag(&r, 1, PBW_WT_LEN);
@@ -156,6 +156,35 @@ static void test_pbwriter(void)
 	CHECK(rd_varint(&r, NULL) == 1, "packed[0]");
 	CHECK(rd_varint(&r, NULL) == 300, "packed[1]");
 	CHECK(r.pos == end && !r.bad, "trailing bytes or bad varint");
+
+	/* Lengths of 128 and more move the message up, nested ones too: the shortest varint. */
+	pbw_reset(&w);
+	tok = pbw_begin(&w, 5);
+	packed = pbw_begin(&w, 6);
+	for (i = 0; i < 200; i++)
+		pbw_raw_varint(&w, i);
+	pbw_end(&w, packed);
+	for (i = 0; i < 20000; i++)
+		pbw_varint(&w, 7, 1);
+	CHECK(pbw_end(&w, tok) == 0 && w.err == 0, "long nested: %d", w.err);
+	r = (struct reader){ .p = w.buf, .len = w.len };
+	expect_tag(&r, 5, PBW_WT_LEN);
+	len = rd_varint(&r, &n);
+	CHECK(n == 3 && r.pos + len == r.len, "outer length %zu in %zu bytes, %zu bytes follow", len, n,
+	      r.len - r.pos);
+	expect_tag(&r, 6, PBW_WT_LEN);
+	len = rd_varint(&r, &n);
+	CHECK(n == 2 && len == 128 + 2 * 72, "packed length %zu in %zu bytes", len, n);
+	for (i = 0; i < 200; i++)
+		CHECK(rd_varint(&r, NULL) == i, "packed[%zu]", i);
+	for (i = 0; i < 20000 && !r.bad; i++) {
+		expect_tag(&r, 7, PBW_WT_VARINT);
+		if (rd_varint(&r, NULL) != 1) {
+			CHECK(0, "field after the packed one, %zu", i);
+			break;
+		}
+	}
+	CHECK(r.pos == r.len && !r.bad, "long nested: trailing bytes or bad varint");
 
 	/* Errors are sticky and later writes change nothing. */
 	n = w.len;
