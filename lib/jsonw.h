@@ -2,6 +2,11 @@
 /*
  * A streaming JSON writer: values are written as they come, commas and escaping are
  * handled here. Nesting is tracked up to JSONW_MAX_DEPTH levels.
+ *
+ * Output is gathered in a buffer of JSONW_BUFFER bytes and handed to the FILE when it
+ * fills, when a top-level value is complete (nesting back at depth 0) and at jsonw_free()
+ * or jsonw_flush(): so a caller may write to the FILE itself between top-level values
+ * (a newline after the document), not inside one. Write errors stay in the FILE (ferror).
  */
 #ifndef HOSTPROF_JSONW_H
 #define HOSTPROF_JSONW_H
@@ -14,8 +19,13 @@
 
 struct jsonw;
 
+#define JSONW_BUFFER (64 * 1024)
+
 struct jsonw *jsonw_new(FILE *f);
+/* Flushes, then frees; accepts NULL. */
 void jsonw_free(struct jsonw *j);
+/* Hands what is buffered to the FILE (not fflush()). */
+void jsonw_flush(struct jsonw *j);
 
 void jsonw_begin_object(struct jsonw *j);
 void jsonw_end_object(struct jsonw *j);
