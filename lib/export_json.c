@@ -156,6 +156,31 @@ static const char *str_at(const Hostprof__Snapshot *s, uint32_t idx)
 }
 
 
+/* "comm:tid" ("?:tid" when the name is not known) in buf, as snprintf() writes it. */
+static const char *task_label(char *buf, size_t len, const char *comm, uint32_t tid)
+{
+	char num[10], *p = num + sizeof(num);
+	size_t c, d;
+
+	if (!comm || !*comm)
+		comm = "?";
+	do {
+		*--p = (char)('0' + tid % 10);
+		tid /= 10;
+	} while (tid);
+	c = strlen(comm);
+	d = (size_t)(num + sizeof(num) - p);
+	if (c + 1 + d >= len) { /* a name too long to fit: cut as snprintf cuts */
+		snprintf(buf, len, "%s:%.*s", comm, (int)d, p);
+		return buf;
+	}
+	memcpy(buf, comm, c);
+	buf[c] = ':';
+	memcpy(buf + c + 1, p, d);
+	buf[c + 1 + d] = '\0';
+	return buf;
+}
+
 /* The trace viewer's colour for a thread blocked in this state. */
 static const char *blocked_cname(uint32_t state)
 {
@@ -191,6 +216,27 @@ static size_t sort_unique(uint32_t *v, size_t n)
 	for (i = 0; i < n; i++)
 		if (!m || v[m - 1] != v[i])
 			v[m++] = v[i];
+	return m;
+}
+
+#define CPU_SET_MAX 65536 /* CPU numbers below this are sorted by a bitmap, not by qsort */
+
+/* The distinct CPU numbers of v (one per event: many times the same few), sorted. */
+static size_t unique_cpus(uint32_t *v, size_t n)
+{
+	_cleanup_free_ uint8_t *seen = NULL;
+	uint32_t max = 0;
+	size_t m = 0;
+
+	for (size_t i = 0; i < n; i++)
+		max = MAX(max, v[i]);
+	if (n == 0 || max >= CPU_SET_MAX || !(seen = calloc((size_t)max + 1, 1)))
+		return sort_unique(v, n);
+	for (size_t i = 0; i < n; i++)
+		seen[v[i]] = 1;
+	for (uint32_t c = 0; c <= max; c++)
+		if (seen[c])
+			v[m++] = c;
 	return m;
 }
 
@@ -239,6 +285,71 @@ static void add_cuts(struct json *x, uint64_t start, const uint64_t *delta, cons
 	}
 }
 
+#define CUT_TS_BITS 42 /* 73 minutes of ns since start_ns, under the thread's position */
+#define RADIX_BITS 11
+
+/*
+ * The cuts by thread, then time. They are keys of 64 bits where they fit (the thread's
+ * position in the view above the time since start_ns: every window the daemon keeps), and
+ * then an LSD radix sort puts them in order in a few passes; else qsort.
+ */
+static void sort_cuts(struct json *x)
+{
+	const uint64_t start = x->snap->start_ns, limit = UINT64_C(1) << CUT_TS_BITS;
+	_cleanup_free_ uint64_t *keys = NULL, *tmp = NULL;
+	_cleanup_free_ size_t *count = NULL;
+	size_t n = x->ncuts, nthreads = x->view.n_threads;
+	unsigned int passes, shift;
+
+	if (n < 2)
+		return;
+	keys = malloc(n * sizeof(*keys));
+	tmp = malloc(n * sizeof(*tmp));
+	count = malloc(((size_t)1 << RADIX_BITS) * sizeof(*count));
+	if (!keys || !tmp || !count || nthreads + 1 >= (UINT64_C(1) << (64 - CUT_TS_BITS)))
+		goto fallback;
+	for (size_t i = 0; i < n; i++) {
+		ssize_t k = snapview_index(&x->view, x->cuts[i].tid);
+		uint64_t rel = x->cuts[i].ts - start;
+
+		if (x->cuts[i].ts < start || rel >= limit)
+			goto fallback;
+		/* tids the view does not know (0) sort last, among themselves by tid and time */
+		if (k < 0)
+			goto fallback;
+		keys[i] = (uint64_t)k << CUT_TS_BITS | rel;
+	}
+	passes = (64 + RADIX_BITS - 1) / RADIX_BITS;
+	for (unsigned int p = 0; p < passes; p++) {
+		uint64_t *t;
+		size_t sum = 0;
+
+		shift = p * RADIX_BITS;
+		memset(count, 0, ((size_t)1 << RADIX_BITS) * sizeof(*count));
+		for (size_t i = 0; i < n; i++)
+			count[keys[i] >> shift & ((1u << RADIX_BITS) - 1)]++;
+		if (count[keys[0] >> shift & ((1u << RADIX_BITS) - 1)] == n)
+			continue; /* this digit is the same everywhere */
+		for (size_t d = 0; d < ((size_t)1 << RADIX_BITS); d++) {
+			size_t c = count[d];
+
+			count[d] = sum;
+			sum += c;
+		}
+		for (size_t i = 0; i < n; i++)
+			tmp[count[keys[i] >> shift & ((1u << RADIX_BITS) - 1)]++] = keys[i];
+		t = keys;
+		keys = tmp;
+		tmp = t;
+	}
+	for (size_t i = 0; i < n; i++)
+		x->cuts[i] = (struct cut){ .tid = x->view.threads[keys[i] >> CUT_TS_BITS].tid,
+					   .ts = start + (keys[i] & (limit - 1)) };
+	return;
+fallback:
+	qsort_safe(x->cuts, n, sizeof(*x->cuts), cmp_cut);
+}
+
 /* Where the thread slices begin and end, sorted by thread and time; each thread learns its range. */
 static int build_cuts(struct json *x)
 {
@@ -259,7 +370,7 @@ static int build_cuts(struct json *x)
 		add_cuts(x, s->start_ns, rc->ts_delta, rc->dur_ns, rc->tid, rc->n_ts_delta);
 	if (lk)
 		add_cuts(x, s->start_ns, lk->ts_delta, lk->dur_ns, lk->tid, lk->n_ts_delta);
-	qsort_safe(x->cuts, x->ncuts, sizeof(*x->cuts), cmp_cut);
+	sort_cuts(x);
 	for (i = 0; i < x->ncuts; i++) {
 		struct thread *th = thread_find(x, x->cuts[i].tid);
 
@@ -388,7 +499,7 @@ static int write_metadata(struct json *x)
 		append(cpus, &ncpus, sw->cpu, sw->n_ts_delta);
 	if (irq)
 		append(cpus, &ncpus, irq->cpu, irq->n_ts_delta);
-	ncpus = sort_unique(cpus, ncpus);
+	ncpus = unique_cpus(cpus, ncpus);
 
 	if (ncpus)
 		metadata(x, "process_name", CPUS_PID, 0, CPUS_NAME, 0);
@@ -531,9 +642,7 @@ static void write_markers(struct json *x)
 /* "comm:tid" of a thread, "?:tid" when its name is not known. */
 static void task_name(struct json *x, uint32_t tid, char *buf, size_t len)
 {
-	const char *comm = snapview_comm(&x->view, tid);
-
-	snprintf(buf, len, "%s:%" PRIu32, *comm ? comm : "?", tid);
+	task_label(buf, len, snapview_comm(&x->view, tid), tid);
 }
 
 static void write_irqs(struct json *x)
@@ -667,8 +776,7 @@ static void task_field(struct jsonw *j, const char *name, const char *comm, uint
 {
 	char buf[64];
 
-	snprintf(buf, sizeof(buf), "%s:%" PRIu32, comm && *comm ? comm : "?", tid);
-	jsonw_string_field(j, name, buf);
+	jsonw_string_field(j, name, task_label(buf, sizeof(buf), comm, tid));
 }
 
 static void span_piece(struct json *x, const struct thread *t, const struct span *sp, uint64_t start,
@@ -734,7 +842,7 @@ static void cpu_span(struct json *x, const struct thread *t, uint32_t end_state,
 	struct jsonw *j = x->j;
 	char name[64], buf[16];
 
-	snprintf(name, sizeof(name), "%s:%" PRIu32, *t->id->comm ? t->id->comm : "?", t->id->tid);
+	task_label(name, sizeof(name), t->id->comm, t->id->tid);
 	event_begin(x, "X", name, "cpu", CPUS_PID, (uint64_t)CPUS_PID + 1 + t->cpu, t->since);
 	jsonw_fixed_field(j, "dur", (int64_t)(end - t->since), 3);
 	jsonw_string_field(j, "cname", "thread_state_running");
