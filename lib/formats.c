@@ -2,6 +2,7 @@
 /* Snapshot formats by name, written atomically; see formats.h. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -197,79 +198,160 @@ void formats_out_free(struct formats_out *o)
 	*o = (struct formats_out){};
 }
 
+/* The files of one call: what each is made of, where it goes, how it went. */
+struct job {
+	const struct format_file *ff;
+	char *path, *tmp;
+	struct out_file file;
+	int r;
+};
+
+struct jobs {
+	const Hostprof__Snapshot *snap;
+	const uint8_t *hps;
+	size_t hps_len;
+	mode_t mode;
+	struct job *v;
+	size_t n, next; /* next: the first job no thread has taken */
+	pthread_mutex_t lock;
+};
+
+static void *run_jobs(void *arg)
+{
+	struct jobs *js = arg;
+
+	for (;;) {
+		struct job *j;
+
+		pthread_mutex_lock(&js->lock);
+		j = js->next < js->n ? &js->v[js->next++] : NULL;
+		pthread_mutex_unlock(&js->lock);
+		if (!j)
+			return NULL;
+		j->r = write_tmp(j->path, js->mode, js->snap, js->hps, js->hps_len, j->ff->write, &j->file, &j->tmp);
+	}
+}
+
+#define MAX_WRITERS 4
+
+/* How many files are made at once: the CPUs there are, up to MAX_WRITERS and the files. */
+static size_t writers(size_t nfiles)
+{
+	long ncpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return MAX((size_t)1, MIN(nfiles, MIN((size_t)MAX_WRITERS, ncpus > 0 ? (size_t)ncpus : 1)));
+}
+
 /*
- * Every file is written to its temporary file first (each one's writeback started as it
- * goes), then each is fsync'ed (what is left of it) and renamed into place: the disk
- * writes one file while the next one is made, and a failure before the renames leaves
- * nothing behind.
+ * The files are made by up to writers() threads at once (the exporters only read the
+ * snapshot), the longest first, each into its temporary file with its writeback started
+ * as it goes; then each is fsync'ed (what is left of it) and renamed into place, in the
+ * formats' order: a failure before the renames leaves nothing behind.
  */
 int formats_write(const Hostprof__Snapshot *snap, const uint8_t *hps, size_t hps_len, unsigned mask,
 		  const char *output, bool prefix_only, mode_t mode, struct formats_out *ret)
 {
-	size_t nfiles = formats_files(mask), ntmp = 0;
+	/* what takes longest to make, first: each thread then finishes about together */
+	static const unsigned order[FMT_MAX] = { FMT_JSON, FMT_REPORT, FMT_REPORT_JSON, FMT_PERFETTO,
+						 FMT_SVG, FMT_FOLDED, FMT_PPROF, FMT_HPS };
+	size_t nfiles = formats_files(mask), nthreads = writers(nfiles), started = 0, renamed = 0;
+	struct jobs js = { .snap = snap, .hps = hps, .hps_len = hps_len, .mode = mode };
+	pthread_t threads[MAX_WRITERS];
 	struct formats_out out = {};
-	_cleanup_free_ struct out_file *files = NULL;
-	_cleanup_free_ char **tmps = NULL;
+	_cleanup_free_ struct job *by_cost = NULL;
 	int r = 0;
 
+	js.v = calloc(MAX(nfiles, (size_t)1), sizeof(*js.v));
+	by_cost = calloc(MAX(nfiles, (size_t)1), sizeof(*by_cost));
 	out.paths = calloc(MAX(nfiles, (size_t)1), sizeof(char *));
-	files = calloc(MAX(nfiles, (size_t)1), sizeof(*files));
-	tmps = calloc(MAX(nfiles, (size_t)1), sizeof(*tmps));
-	if (!out.paths || !files || !tmps) {
+	if (!js.v || !by_cost || !out.paths) {
+		free(js.v);
 		free(out.paths);
 		return -ENOMEM;
 	}
+	/* the files, in the formats' order (the order of the paths out) */
 	for (size_t i = 0; i < FMT_MAX && r >= 0; i++) {
 		if (!(mask & (1u << i)))
 			continue;
 		for (size_t k = 0; k < 2 && formats[i].files[k].ext && r >= 0; k++) {
 			const struct format_file *ff = &formats[i].files[k];
-			char *path;
+			struct job *j = &js.v[js.n];
 
 			if (i != FMT_HPS && !ff->write) {
 				r = -EOPNOTSUPP;
 				break;
 			}
 			if (nfiles == 1 && !prefix_only)
-				path = strdup(output);
-			else if (asprintf(&path, "%s%s", output, ff->ext) < 0)
-				path = NULL;
-			if (!path) {
+				j->path = strdup(output);
+			else if (asprintf(&j->path, "%s%s", output, ff->ext) < 0)
+				j->path = NULL;
+			if (!j->path) {
 				r = -ENOMEM;
 				break;
 			}
-			r = write_tmp(path, mode, snap, hps, hps_len, ff->write, &files[ntmp], &tmps[ntmp]);
-			if (r < 0) {
-				free(path);
-				break;
-			}
-			out.paths[out.n++] = path;
-			ntmp++;
+			j->ff = ff;
+			j->file.fd = -1;
+			js.n++;
 		}
 	}
-	for (size_t i = 0; i < ntmp && r >= 0; i++)
-		if (fsync(files[i].fd) < 0 && errno != EINVAL)
-			r = negative_errno();
-	for (size_t i = 0; i < ntmp; i++)
-		close(files[i].fd);
-	for (size_t i = 0; i < ntmp && r >= 0; i++)
-		if (rename(tmps[i], out.paths[i]) < 0) {
-			r = negative_errno();
-			/* all or nothing: the files already in place go again */
-			for (size_t k = 0; k < i; k++)
-				unlink(out.paths[k]);
-			for (size_t k = i; k < ntmp; k++)
-				unlink(tmps[k]);
-			ntmp = 0;
-		}
-	if (r < 0) {
-		for (size_t i = 0; i < ntmp; i++)
-			unlink(tmps[i]);
+	/* made in the order of their cost: by_cost holds the same jobs, sorted */
+	if (r >= 0) {
+		size_t n = 0;
+
+		for (size_t c = 0; c < FMT_MAX; c++)
+			for (size_t i = 0; i < js.n; i++)
+				if (js.v[i].ff >= formats[order[c]].files && js.v[i].ff < formats[order[c]].files + 2)
+					by_cost[n++] = js.v[i];
+		memcpy(js.v, by_cost, js.n * sizeof(*js.v));
+		pthread_mutex_init(&js.lock, NULL);
+		for (; started + 1 < nthreads; started++)
+			if (pthread_create(&threads[started], NULL, run_jobs, &js) != 0)
+				break; /* fewer threads: this one does the rest */
+		run_jobs(&js);
+		for (size_t t = 0; t < started; t++)
+			pthread_join(threads[t], NULL);
+		pthread_mutex_destroy(&js.lock);
+		for (size_t i = 0; i < js.n && r >= 0; i++)
+			r = js.v[i].r;
 	}
-	for (size_t i = 0; i < nfiles; i++)
-		free(tmps[i]);
+	/* back in the formats' order */
+	for (size_t c = 0, n = 0; c < FMT_MAX; c++) {
+		if (!(mask & (1u << c)))
+			continue;
+		for (size_t k = 0; k < 2 && formats[c].files[k].ext; k++)
+			for (size_t i = 0; i < js.n; i++)
+				if (js.v[i].ff == &formats[c].files[k])
+					by_cost[n++] = js.v[i];
+	}
+	memcpy(js.v, by_cost, js.n * sizeof(*js.v));
+
+	for (size_t i = 0; i < js.n && r >= 0; i++)
+		if (fsync(js.v[i].file.fd) < 0 && errno != EINVAL)
+			r = negative_errno();
+	for (size_t i = 0; i < js.n; i++)
+		if (js.v[i].file.fd >= 0)
+			close(js.v[i].file.fd);
+	for (; renamed < js.n && r >= 0; renamed++)
+		if (rename(js.v[renamed].tmp, js.v[renamed].path) < 0)
+			r = negative_errno();
 	if (r < 0) {
-		formats_out_free(&out);
+		/* all or nothing: the files already in place go again, and every temporary one */
+		for (size_t i = 0; i < js.n; i++)
+			if (i < renamed)
+				unlink(js.v[i].path);
+			else if (js.v[i].tmp)
+				unlink(js.v[i].tmp);
+	}
+	for (size_t i = 0; i < js.n; i++) {
+		free(js.v[i].tmp);
+		if (r < 0)
+			free(js.v[i].path);
+		else
+			out.paths[out.n++] = js.v[i].path;
+	}
+	free(js.v);
+	if (r < 0) {
+		free(out.paths);
 		return r;
 	}
 	*ret = out;
