@@ -423,13 +423,20 @@ static void event_begin(struct json *x, const char *ph, const char *name, const 
 	struct jsonw *j = x->j;
 
 	jsonw_begin_object(j);
-	jsonw_string_field(j, "name", name);
-	if (cat)
-		jsonw_string_field(j, "cat", cat);
-	jsonw_string_field(j, "ph", ph);
-	jsonw_fixed_field(j, "ts", (int64_t)(ts - x->snap->start_ns), 3);
-	jsonw_uint_field(j, "pid", pid);
-	jsonw_uint_field(j, "tid", tid);
+	jsonw_key(j, "name");
+	jsonw_string(j, name);
+	if (cat) {
+		jsonw_key(j, "cat");
+		jsonw_string(j, cat);
+	}
+	jsonw_key(j, "ph");
+	jsonw_string(j, ph);
+	jsonw_key(j, "ts");
+	jsonw_fixed(j, (int64_t)(ts - x->snap->start_ns), 3);
+	jsonw_key(j, "pid");
+	jsonw_uint(j, pid);
+	jsonw_key(j, "tid");
+	jsonw_uint(j, tid);
 }
 
 static void metadata(struct json *x, const char *what, uint64_t pid, uint64_t tid, const char *name,
@@ -439,26 +446,36 @@ static void metadata(struct json *x, const char *what, uint64_t pid, uint64_t ti
 	char sort_what[32];
 
 	jsonw_begin_object(j);
-	jsonw_string_field(j, "name", what);
-	jsonw_string_field(j, "ph", "M");
-	jsonw_uint_field(j, "pid", pid);
-	jsonw_uint_field(j, "tid", tid);
-	jsonw_name(j, "args");
+	jsonw_key(j, "name");
+	jsonw_string(j, what);
+	jsonw_key(j, "ph");
+	jsonw_string(j, "M");
+	jsonw_key(j, "pid");
+	jsonw_uint(j, pid);
+	jsonw_key(j, "tid");
+	jsonw_uint(j, tid);
+	jsonw_key(j, "args");
 	jsonw_begin_object(j);
-	jsonw_string_field(j, "name", name);
+	jsonw_key(j, "name");
+	jsonw_string(j, name);
 	jsonw_end_object(j);
 	jsonw_end_object(j);
 
 	snprintf(sort_what, sizeof(sort_what), "%s_sort_index",
 		 !strcmp(what, "process_name") ? "process" : "thread");
 	jsonw_begin_object(j);
-	jsonw_string_field(j, "name", sort_what);
-	jsonw_string_field(j, "ph", "M");
-	jsonw_uint_field(j, "pid", pid);
-	jsonw_uint_field(j, "tid", tid);
-	jsonw_name(j, "args");
+	jsonw_key(j, "name");
+	jsonw_string(j, sort_what);
+	jsonw_key(j, "ph");
+	jsonw_string(j, "M");
+	jsonw_key(j, "pid");
+	jsonw_uint(j, pid);
+	jsonw_key(j, "tid");
+	jsonw_uint(j, tid);
+	jsonw_key(j, "args");
 	jsonw_begin_object(j);
-	jsonw_int_field(j, "sort_index", sort_index);
+	jsonw_key(j, "sort_index");
+	jsonw_int(j, sort_index);
 	jsonw_end_object(j);
 	jsonw_end_object(j);
 }
@@ -543,15 +560,19 @@ static void write_syscalls(struct json *x)
 			name = buf;
 		}
 		event_begin(x, "X", name, "syscall", t->pid[i], t->tid[i], ts);
-		jsonw_fixed_field(j, "dur", (int64_t)t->dur_ns[i], 3);
-		jsonw_name(j, "args");
+		jsonw_key(j, "dur");
+		jsonw_fixed(j, (int64_t)t->dur_ns[i], 3);
+		jsonw_key(j, "args");
 		jsonw_begin_object(j);
-		jsonw_uint_field(j, "nr", t->nr[i]);
+		jsonw_key(j, "nr");
+		jsonw_uint(j, t->nr[i]);
 		jsonw_hex_field(j, "arg0", t->arg0[i]);
 		jsonw_hex_field(j, "arg1", t->arg1[i]);
 		jsonw_hex_field(j, "arg2", t->arg2[i]);
-		jsonw_int_field(j, "ret", t->ret[i]);
-		jsonw_uint_field(j, "cpu", t->cpu[i]);
+		jsonw_key(j, "ret");
+		jsonw_int(j, t->ret[i]);
+		jsonw_key(j, "cpu");
+		jsonw_uint(j, t->cpu[i]);
 		jsonw_end_object(j);
 		jsonw_end_object(j);
 	}
@@ -561,8 +582,9 @@ static void instant_begin(struct json *x, const char *name, const char *cat, uin
 			  uint64_t ts)
 {
 	event_begin(x, "i", name, cat, pid, tid, ts);
-	jsonw_string_field(x->j, "s", tid ? "t" : "p");
-	jsonw_name(x->j, "args");
+	jsonw_key(x->j, "s");
+	jsonw_string(x->j, tid ? "t" : "p");
+	jsonw_key(x->j, "args");
 	jsonw_begin_object(x->j);
 }
 
@@ -596,11 +618,15 @@ static void write_task_events(struct json *x)
 		}
 		instant_begin(x, name, "task", t->pid[i], t->tid[i], ts);
 		if (t->kind[i] == HPS_TASK_FORK) {
-			jsonw_uint_field(x->j, "child_tid", t->child_tid[i]);
-			jsonw_uint_field(x->j, "child_pid", t->child_pid[i]);
+			jsonw_key(x->j, "child_tid");
+			jsonw_uint(x->j, t->child_tid[i]);
+			jsonw_key(x->j, "child_pid");
+			jsonw_uint(x->j, t->child_pid[i]);
 		}
-		if (*str_at(s, t->comm[i]))
-			jsonw_string_field(x->j, "comm", str_at(s, t->comm[i]));
+		if (*str_at(s, t->comm[i])) {
+			jsonw_key(x->j, "comm");
+			jsonw_string(x->j, str_at(s, t->comm[i]));
+		}
 		instant_end(x);
 	}
 }
@@ -616,8 +642,10 @@ static void write_migrations(struct json *x)
 		ts += t->ts_delta[i];
 		snprintf(name, sizeof(name), "migrate %" PRIu32 "->%" PRIu32, t->from_cpu[i], t->to_cpu[i]);
 		instant_begin(x, name, "sched", t->pid[i], t->tid[i], ts);
-		jsonw_uint_field(x->j, "from_cpu", t->from_cpu[i]);
-		jsonw_uint_field(x->j, "to_cpu", t->to_cpu[i]);
+		jsonw_key(x->j, "from_cpu");
+		jsonw_uint(x->j, t->from_cpu[i]);
+		jsonw_key(x->j, "to_cpu");
+		jsonw_uint(x->j, t->to_cpu[i]);
 		instant_end(x);
 	}
 }
@@ -633,8 +661,10 @@ static void write_markers(struct json *x)
 
 		instant_begin(x, m->name && *m->name ? m->name : "marker", "marker",
 			      t && t->id->pid ? t->id->pid : s->pid, m->tid, m->ts);
-		if (m->detail && *m->detail)
-			jsonw_string_field(x->j, "detail", m->detail);
+		if (m->detail && *m->detail) {
+			jsonw_key(x->j, "detail");
+			jsonw_string(x->j, m->detail);
+		}
 		instant_end(x);
 	}
 }
@@ -668,21 +698,28 @@ static void write_irqs(struct json *x)
 			continue;
 		event_begin(x, "X", name, t->kind[i] == HPS_IRQ_HARD ? "irq" : "softirq", CPUS_PID,
 			    (uint64_t)CPUS_PID + 1 + t->cpu[i], ts);
-		jsonw_fixed_field(j, "dur", (int64_t)t->dur_ns[i], 3);
-		jsonw_name(j, "args");
+		jsonw_key(j, "dur");
+		jsonw_fixed(j, (int64_t)t->dur_ns[i], 3);
+		jsonw_key(j, "args");
 		jsonw_begin_object(j);
 		if (t->kind[i] == HPS_IRQ_HARD) {
-			jsonw_uint_field(j, "irq", t->num[i]);
-			jsonw_string_field(j, "handler", what);
+			jsonw_key(j, "irq");
+			jsonw_uint(j, t->num[i]);
+			jsonw_key(j, "handler");
+			jsonw_string(j, what);
 		} else {
-			jsonw_uint_field(j, "vec", t->num[i]);
+			jsonw_key(j, "vec");
+			jsonw_uint(j, t->num[i]);
 		}
 		if ((t->flags[i] & HPS_IRQ_INTERRUPTED) && t->tid[i]) {
 			task_name(x, t->tid[i], task, sizeof(task));
-			jsonw_string_field(j, "interrupted", task);
+			jsonw_key(j, "interrupted");
+			jsonw_string(j, task);
 		}
-		if (t->flags[i] & HPS_IRQ_WAITED)
-			jsonw_uint_field(j, "waiting_pid", t->pid[i]);
+		if (t->flags[i] & HPS_IRQ_WAITED) {
+			jsonw_key(j, "waiting_pid");
+			jsonw_uint(j, t->pid[i]);
+		}
 		jsonw_end_object(j);
 		jsonw_end_object(j);
 	}
@@ -698,13 +735,18 @@ static void write_reclaims(struct json *x)
 	for (i = 0; i < n && !failed(x); i++) {
 		ts += t->ts_delta[i];
 		event_begin(x, "X", hps_reclaim_kind_name(t->kind[i]), "memory", t->pid[i], t->tid[i], ts);
-		jsonw_fixed_field(j, "dur", (int64_t)t->dur_ns[i], 3);
-		jsonw_name(j, "args");
+		jsonw_key(j, "dur");
+		jsonw_fixed(j, (int64_t)t->dur_ns[i], 3);
+		jsonw_key(j, "args");
 		jsonw_begin_object(j);
-		jsonw_int_field(j, "order", t->order[i]);
-		jsonw_hex_field(j, "gfp", t->gfp[i]);
-		jsonw_int_field(j, "result", t->result[i]);
-		jsonw_uint_field(j, "cpu", t->cpu[i]);
+		jsonw_key(j, "order");
+		jsonw_int(j, t->order[i]);
+		jsonw_key(j, "gfp");
+		jsonw_hex(j, t->gfp[i]);
+		jsonw_key(j, "result");
+		jsonw_int(j, t->result[i]);
+		jsonw_key(j, "cpu");
+		jsonw_uint(j, t->cpu[i]);
 		jsonw_end_object(j);
 		jsonw_end_object(j);
 	}
@@ -723,13 +765,18 @@ static void write_locks(struct json *x)
 		ts += t->ts_delta[i];
 		hps_lock_wait_name(s, i, name, sizeof(name));
 		event_begin(x, "X", name, "lock", t->pid[i], t->tid[i], ts);
-		jsonw_fixed_field(j, "dur", (int64_t)t->dur_ns[i], 3);
-		jsonw_name(j, "args");
+		jsonw_key(j, "dur");
+		jsonw_fixed(j, (int64_t)t->dur_ns[i], 3);
+		jsonw_key(j, "args");
 		jsonw_begin_object(j);
-		jsonw_hex_field(j, "lock", t->lock[i]);
-		jsonw_hex_field(j, "flags", t->flags[i]);
-		jsonw_int_field(j, "ret", t->ret[i]);
-		jsonw_uint_field(j, "cpu", t->cpu[i]);
+		jsonw_key(j, "lock");
+		jsonw_hex(j, t->lock[i]);
+		jsonw_key(j, "flags");
+		jsonw_hex(j, t->flags[i]);
+		jsonw_key(j, "ret");
+		jsonw_int(j, t->ret[i]);
+		jsonw_key(j, "cpu");
+		jsonw_uint(j, t->cpu[i]);
 		jsonw_end_object(j);
 		jsonw_end_object(j);
 	}
@@ -741,10 +788,12 @@ static void fault_counter(struct json *x, const char *name, uint32_t pid, uint32
 	struct jsonw *j = x->j;
 
 	event_begin(x, "C", name, "memory", pid, tid, ts);
-	jsonw_name(j, "args");
+	jsonw_key(j, "args");
 	jsonw_begin_object(j);
-	jsonw_uint_field(j, "minor", minor);
-	jsonw_uint_field(j, "major", major);
+	jsonw_key(j, "minor");
+	jsonw_uint(j, minor);
+	jsonw_key(j, "major");
+	jsonw_uint(j, major);
 	jsonw_end_object(j);
 	jsonw_end_object(j);
 }
@@ -786,25 +835,33 @@ static void span_piece(struct json *x, const struct thread *t, const struct span
 	char buf[16];
 
 	event_begin(x, "X", sp->name, sp->cat, t->id->pid, t->id->tid, start);
-	jsonw_fixed_field(j, "dur", (int64_t)(end - start), 3);
-	jsonw_string_field(j, "cname", sp->cname);
-	jsonw_name(j, "args");
+	jsonw_key(j, "dur");
+	jsonw_fixed(j, (int64_t)(end - start), 3);
+	jsonw_key(j, "cname");
+	jsonw_string(j, sp->cname);
+	jsonw_key(j, "args");
 	jsonw_begin_object(j);
 	switch (sp->kind) {
 	case ST_RUNNING:
-		jsonw_uint_field(j, "cpu", sp->cpu);
-		jsonw_int_field(j, "prio", sp->prio);
-		jsonw_string_field(j, "end_state", hps_state_name(sp->state, buf, sizeof(buf)));
+		jsonw_key(j, "cpu");
+		jsonw_uint(j, sp->cpu);
+		jsonw_key(j, "prio");
+		jsonw_int(j, sp->prio);
+		jsonw_key(j, "end_state");
+		jsonw_string(j, hps_state_name(sp->state, buf, sizeof(buf)));
 		task_field(j, "next", sp->by_comm, sp->by_tid);
 		break;
 	case ST_RUNNABLE:
-		jsonw_string_field(j, "state", sp->woken ? "R" : hps_state_name(sp->state, buf, sizeof(buf)));
-		jsonw_string_field(j, "cause", sp->woken ? "wakeup" : "preempted");
+		jsonw_key(j, "state");
+		jsonw_string(j, sp->woken ? "R" : hps_state_name(sp->state, buf, sizeof(buf)));
+		jsonw_key(j, "cause");
+		jsonw_string(j, sp->woken ? "wakeup" : "preempted");
 		if (sp->by_tid)
 			task_field(j, sp->woken ? "waker" : "preempted_by", sp->by_comm, sp->by_tid);
 		break;
 	case ST_BLOCKED:
-		jsonw_string_field(j, "state", hps_state_name(sp->state, buf, sizeof(buf)));
+		jsonw_key(j, "state");
+		jsonw_string(j, hps_state_name(sp->state, buf, sizeof(buf)));
 		if (sp->by_tid)
 			task_field(j, "waker", sp->by_comm, sp->by_tid);
 		break;
@@ -844,14 +901,20 @@ static void cpu_span(struct json *x, const struct thread *t, uint32_t end_state,
 
 	task_label(name, sizeof(name), t->id->comm, t->id->tid);
 	event_begin(x, "X", name, "cpu", CPUS_PID, (uint64_t)CPUS_PID + 1 + t->cpu, t->since);
-	jsonw_fixed_field(j, "dur", (int64_t)(end - t->since), 3);
-	jsonw_string_field(j, "cname", "thread_state_running");
-	jsonw_name(j, "args");
+	jsonw_key(j, "dur");
+	jsonw_fixed(j, (int64_t)(end - t->since), 3);
+	jsonw_key(j, "cname");
+	jsonw_string(j, "thread_state_running");
+	jsonw_key(j, "args");
 	jsonw_begin_object(j);
-	jsonw_uint_field(j, "tid", t->id->tid);
-	jsonw_uint_field(j, "pid", t->id->pid);
-	jsonw_int_field(j, "prio", t->prio);
-	jsonw_string_field(j, "end_state", hps_state_name(end_state, buf, sizeof(buf)));
+	jsonw_key(j, "tid");
+	jsonw_uint(j, t->id->tid);
+	jsonw_key(j, "pid");
+	jsonw_uint(j, t->id->pid);
+	jsonw_key(j, "prio");
+	jsonw_int(j, t->prio);
+	jsonw_key(j, "end_state");
+	jsonw_string(j, hps_state_name(end_state, buf, sizeof(buf)));
 	jsonw_end_object(j);
 	jsonw_end_object(j);
 }
@@ -1018,23 +1081,36 @@ static void write_other_data(struct json *x)
 	const Hostprof__Snapshot *s = x->snap;
 	struct jsonw *j = x->j;
 
-	jsonw_name(j, "otherData");
+	jsonw_key(j, "otherData");
 	jsonw_begin_object(j);
-	if (s->producer)
-		jsonw_string_field(j, "producer", s->producer);
-	if (s->host) {
-		if (s->host->hostname)
-			jsonw_string_field(j, "hostname", s->host->hostname);
-		if (s->host->kernel_release)
-			jsonw_string_field(j, "kernel", s->host->kernel_release);
-		jsonw_uint_field(j, "ncpus", s->host->ncpus);
+	if (s->producer) {
+		jsonw_key(j, "producer");
+		jsonw_string(j, s->producer);
 	}
-	jsonw_uint_field(j, "pid", s->pid);
-	if (s->reason)
-		jsonw_string_field(j, "reason", s->reason);
-	jsonw_uint_field(j, "start_ns", s->start_ns);
-	jsonw_uint_field(j, "end_ns", s->end_ns);
-	jsonw_string_field(j, "clock", "CLOCK_BOOTTIME; ts 0 = start_ns");
+	if (s->host) {
+		if (s->host->hostname) {
+			jsonw_key(j, "hostname");
+			jsonw_string(j, s->host->hostname);
+		}
+		if (s->host->kernel_release) {
+			jsonw_key(j, "kernel");
+			jsonw_string(j, s->host->kernel_release);
+		}
+		jsonw_key(j, "ncpus");
+		jsonw_uint(j, s->host->ncpus);
+	}
+	jsonw_key(j, "pid");
+	jsonw_uint(j, s->pid);
+	if (s->reason) {
+		jsonw_key(j, "reason");
+		jsonw_string(j, s->reason);
+	}
+	jsonw_key(j, "start_ns");
+	jsonw_uint(j, s->start_ns);
+	jsonw_key(j, "end_ns");
+	jsonw_uint(j, s->end_ns);
+	jsonw_key(j, "clock");
+	jsonw_string(j, "CLOCK_BOOTTIME; ts 0 = start_ns");
 	jsonw_end_object(j);
 }
 
@@ -1054,7 +1130,7 @@ static int write_json(struct json *x)
 		return r;
 
 	jsonw_begin_object(j);
-	jsonw_name(j, "traceEvents");
+	jsonw_key(j, "traceEvents");
 	jsonw_begin_array(j);
 	r = write_metadata(x);
 	if (r < 0)
@@ -1069,7 +1145,8 @@ static int write_json(struct json *x)
 	write_faults(x);
 	write_sched(x);
 	jsonw_end_array(j);
-	jsonw_string_field(j, "displayTimeUnit", "ns");
+	jsonw_key(j, "displayTimeUnit");
+	jsonw_string(j, "ns");
 	write_other_data(x);
 	jsonw_end_object(j);
 	fputc('\n', x->out);

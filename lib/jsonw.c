@@ -247,6 +247,13 @@ void jsonw_name(struct jsonw *j, const char *name)
 	j->after_name = true;
 }
 
+void jsonw_name_raw(struct jsonw *j, const char *quoted_colon, size_t len)
+{
+	sep(j);
+	put_short(j, quoted_colon, len);
+	j->after_name = true;
+}
+
 void jsonw_string(struct jsonw *j, const char *s)
 {
 	sep(j);
@@ -335,19 +342,28 @@ void jsonw_bool_field(struct jsonw *j, const char *name, bool v)
 	jsonw_bool(j, v);
 }
 
-void jsonw_hex_field(struct jsonw *j, const char *name, uint64_t v)
+void jsonw_hex(struct jsonw *j, uint64_t v)
 {
 	static const char hex[] = "0123456789abcdef";
-	char buf[24], *p = buf + sizeof(buf);
+	char buf[20], *p = buf + sizeof(buf);
 
-	*--p = '\0';
+	*--p = '"';
 	do {
 		*--p = hex[v & 0xf];
 		v >>= 4;
 	} while (v);
 	*--p = 'x';
 	*--p = '0';
-	jsonw_string_field(j, name, p);
+	*--p = '"';
+	sep(j);
+	put_short(j, p, (size_t)(buf + sizeof(buf) - p));
+	done(j);
+}
+
+void jsonw_hex_field(struct jsonw *j, const char *name, uint64_t v)
+{
+	jsonw_name(j, name);
+	jsonw_hex(j, v);
 }
 
 void jsonw_fixed(struct jsonw *j, int64_t v, unsigned int decimals)
