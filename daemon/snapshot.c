@@ -109,9 +109,108 @@ static int cmp_ts(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+#define SORT_MAX_CPUS 8192 /* more than the kernel's NR_CPUS: qsort */
+
+struct sort_rec {
+	uint64_t ts;
+	const struct hp_hdr *h;
+};
+
+static int cmp_sort_rec(const void *a, const void *b)
+{
+	const struct sort_rec *x = a, *y = b;
+
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->h < y->h ? -1 : x->h > y->h;
+}
+
+/* A min-heap of CPUs by the time of their next record (the lower CPU first at one ns). */
+static bool heap_before(const struct sort_rec *r, const size_t *pos, uint32_t a, uint32_t b)
+{
+	return r[pos[a]].ts < r[pos[b]].ts || (r[pos[a]].ts == r[pos[b]].ts && a < b);
+}
+
+static void heap_down(uint32_t *heap, size_t n, size_t i, const struct sort_rec *r, const size_t *pos)
+{
+	for (;;) {
+		size_t c = 2 * i + 1;
+		uint32_t t;
+
+		if (c >= n)
+			return;
+		if (c + 1 < n && heap_before(r, pos, heap[c + 1], heap[c]))
+			c++;
+		if (!heap_before(r, pos, heap[c], heap[i]))
+			return;
+		t = heap[i];
+		heap[i] = heap[c];
+		heap[c] = t;
+		i = c;
+	}
+}
+
+/*
+ * By timestamp. A CPU's records arrive in time order (its ring is a FIFO), so a table is
+ * its CPUs' sorted sequences interleaved: the records are split by CPU in arrival order,
+ * each CPU's checked (and sorted where one came in late, as a record of a program nested
+ * in another can), and the CPUs merged. That reads each record once; qsort reached them at
+ * random through their pointers, log2(n) times. Records of one nanosecond keep their CPU's
+ * arrival order, the lower CPU first. Without the memory for it, qsort as before.
+ */
 static void recvec_sort(struct recvec *rv)
 {
-	qsort_safe(rv->v, rv->n, sizeof(*rv->v), cmp_ts);
+	const size_t n = rv->n;
+	_cleanup_free_ struct sort_rec *r = NULL;
+	_cleanup_free_ size_t *pos = NULL, *end = NULL;
+	_cleanup_free_ uint32_t *heap = NULL;
+	uint32_t ncpus = 0;
+	size_t nheap = 0;
+
+	if (n < 2)
+		return;
+	for (size_t i = 0; i < n; i++)
+		ncpus = MAX(ncpus, rv->v[i]->cpu + 1);
+	if (ncpus > SORT_MAX_CPUS)
+		goto fallback;
+	r = malloc(n * sizeof(*r));
+	pos = calloc(ncpus + 1, sizeof(*pos));
+	end = malloc((ncpus + 1) * sizeof(*end));
+	heap = malloc(ncpus * sizeof(*heap));
+	if (!r || !pos || !end || !heap)
+		goto fallback;
+	for (size_t i = 0; i < n; i++)
+		pos[rv->v[i]->cpu + 1]++;
+	for (uint32_t c = 0; c < ncpus; c++)
+		pos[c + 1] += pos[c];
+	memcpy(end, pos, (ncpus + 1) * sizeof(*end));
+	for (size_t i = 0; i < n; i++) {
+		const struct hp_hdr *h = rv->v[i];
+
+		r[end[h->cpu]++] = (struct sort_rec){ .ts = h->ts, .h = h };
+	}
+	for (uint32_t c = 0; c < ncpus; c++) {
+		for (size_t i = pos[c] + 1; i < end[c]; i++)
+			if (r[i].ts < r[i - 1].ts) {
+				qsort(r + pos[c], end[c] - pos[c], sizeof(*r), cmp_sort_rec);
+				break;
+			}
+		if (pos[c] < end[c])
+			heap[nheap++] = c;
+	}
+	for (size_t i = nheap; i-- > 0;)
+		heap_down(heap, nheap, i, r, pos);
+	for (size_t i = 0; i < n; i++) {
+		uint32_t c = heap[0];
+
+		rv->v[i] = r[pos[c]++].h;
+		if (pos[c] == end[c])
+			heap[0] = heap[--nheap];
+		heap_down(heap, nheap, 0, r, pos);
+	}
+	return;
+fallback:
+	qsort_safe(rv->v, n, sizeof(*rv->v), cmp_ts);
 }
 
 /* ---- interned strings ---- */

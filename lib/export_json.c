@@ -156,6 +156,31 @@ static const char *str_at(const Hostprof__Snapshot *s, uint32_t idx)
 }
 
 
+/* "comm:tid" ("?:tid" when the name is not known) in buf, as snprintf() writes it. */
+static const char *task_label(char *buf, size_t len, const char *comm, uint32_t tid)
+{
+	char num[10], *p = num + sizeof(num);
+	size_t c, d;
+
+	if (!comm || !*comm)
+		comm = "?";
+	do {
+		*--p = (char)('0' + tid % 10);
+		tid /= 10;
+	} while (tid);
+	c = strlen(comm);
+	d = (size_t)(num + sizeof(num) - p);
+	if (c + 1 + d >= len) { /* a name too long to fit: cut as snprintf cuts */
+		snprintf(buf, len, "%s:%.*s", comm, (int)d, p);
+		return buf;
+	}
+	memcpy(buf, comm, c);
+	buf[c] = ':';
+	memcpy(buf + c + 1, p, d);
+	buf[c + 1 + d] = '\0';
+	return buf;
+}
+
 /* The trace viewer's colour for a thread blocked in this state. */
 static const char *blocked_cname(uint32_t state)
 {
@@ -191,6 +216,27 @@ static size_t sort_unique(uint32_t *v, size_t n)
 	for (i = 0; i < n; i++)
 		if (!m || v[m - 1] != v[i])
 			v[m++] = v[i];
+	return m;
+}
+
+#define CPU_SET_MAX 65536 /* CPU numbers below this are sorted by a bitmap, not by qsort */
+
+/* The distinct CPU numbers of v (one per event: many times the same few), sorted. */
+static size_t unique_cpus(uint32_t *v, size_t n)
+{
+	_cleanup_free_ uint8_t *seen = NULL;
+	uint32_t max = 0;
+	size_t m = 0;
+
+	for (size_t i = 0; i < n; i++)
+		max = MAX(max, v[i]);
+	if (n == 0 || max >= CPU_SET_MAX || !(seen = calloc((size_t)max + 1, 1)))
+		return sort_unique(v, n);
+	for (size_t i = 0; i < n; i++)
+		seen[v[i]] = 1;
+	for (uint32_t c = 0; c <= max; c++)
+		if (seen[c])
+			v[m++] = c;
 	return m;
 }
 
@@ -239,6 +285,71 @@ static void add_cuts(struct json *x, uint64_t start, const uint64_t *delta, cons
 	}
 }
 
+#define CUT_TS_BITS 42 /* 73 minutes of ns since start_ns, under the thread's position */
+#define RADIX_BITS 11
+
+/*
+ * The cuts by thread, then time. They are keys of 64 bits where they fit (the thread's
+ * position in the view above the time since start_ns: every window the daemon keeps), and
+ * then an LSD radix sort puts them in order in a few passes; else qsort.
+ */
+static void sort_cuts(struct json *x)
+{
+	const uint64_t start = x->snap->start_ns, limit = UINT64_C(1) << CUT_TS_BITS;
+	_cleanup_free_ uint64_t *keys = NULL, *tmp = NULL;
+	_cleanup_free_ size_t *count = NULL;
+	size_t n = x->ncuts, nthreads = x->view.n_threads;
+	unsigned int passes, shift;
+
+	if (n < 2)
+		return;
+	keys = malloc(n * sizeof(*keys));
+	tmp = malloc(n * sizeof(*tmp));
+	count = malloc(((size_t)1 << RADIX_BITS) * sizeof(*count));
+	if (!keys || !tmp || !count || nthreads + 1 >= (UINT64_C(1) << (64 - CUT_TS_BITS)))
+		goto fallback;
+	for (size_t i = 0; i < n; i++) {
+		ssize_t k = snapview_index(&x->view, x->cuts[i].tid);
+		uint64_t rel = x->cuts[i].ts - start;
+
+		if (x->cuts[i].ts < start || rel >= limit)
+			goto fallback;
+		/* tids the view does not know (0) sort last, among themselves by tid and time */
+		if (k < 0)
+			goto fallback;
+		keys[i] = (uint64_t)k << CUT_TS_BITS | rel;
+	}
+	passes = (64 + RADIX_BITS - 1) / RADIX_BITS;
+	for (unsigned int p = 0; p < passes; p++) {
+		uint64_t *t;
+		size_t sum = 0;
+
+		shift = p * RADIX_BITS;
+		memset(count, 0, ((size_t)1 << RADIX_BITS) * sizeof(*count));
+		for (size_t i = 0; i < n; i++)
+			count[keys[i] >> shift & ((1u << RADIX_BITS) - 1)]++;
+		if (count[keys[0] >> shift & ((1u << RADIX_BITS) - 1)] == n)
+			continue; /* this digit is the same everywhere */
+		for (size_t d = 0; d < ((size_t)1 << RADIX_BITS); d++) {
+			size_t c = count[d];
+
+			count[d] = sum;
+			sum += c;
+		}
+		for (size_t i = 0; i < n; i++)
+			tmp[count[keys[i] >> shift & ((1u << RADIX_BITS) - 1)]++] = keys[i];
+		t = keys;
+		keys = tmp;
+		tmp = t;
+	}
+	for (size_t i = 0; i < n; i++)
+		x->cuts[i] = (struct cut){ .tid = x->view.threads[keys[i] >> CUT_TS_BITS].tid,
+					   .ts = start + (keys[i] & (limit - 1)) };
+	return;
+fallback:
+	qsort_safe(x->cuts, n, sizeof(*x->cuts), cmp_cut);
+}
+
 /* Where the thread slices begin and end, sorted by thread and time; each thread learns its range. */
 static int build_cuts(struct json *x)
 {
@@ -259,7 +370,7 @@ static int build_cuts(struct json *x)
 		add_cuts(x, s->start_ns, rc->ts_delta, rc->dur_ns, rc->tid, rc->n_ts_delta);
 	if (lk)
 		add_cuts(x, s->start_ns, lk->ts_delta, lk->dur_ns, lk->tid, lk->n_ts_delta);
-	qsort_safe(x->cuts, x->ncuts, sizeof(*x->cuts), cmp_cut);
+	sort_cuts(x);
 	for (i = 0; i < x->ncuts; i++) {
 		struct thread *th = thread_find(x, x->cuts[i].tid);
 
@@ -312,13 +423,20 @@ static void event_begin(struct json *x, const char *ph, const char *name, const 
 	struct jsonw *j = x->j;
 
 	jsonw_begin_object(j);
-	jsonw_string_field(j, "name", name);
-	if (cat)
-		jsonw_string_field(j, "cat", cat);
-	jsonw_string_field(j, "ph", ph);
-	jsonw_fixed_field(j, "ts", (int64_t)(ts - x->snap->start_ns), 3);
-	jsonw_uint_field(j, "pid", pid);
-	jsonw_uint_field(j, "tid", tid);
+	jsonw_key(j, "name");
+	jsonw_string(j, name);
+	if (cat) {
+		jsonw_key(j, "cat");
+		jsonw_string(j, cat);
+	}
+	jsonw_key(j, "ph");
+	jsonw_string(j, ph);
+	jsonw_key(j, "ts");
+	jsonw_fixed(j, (int64_t)(ts - x->snap->start_ns), 3);
+	jsonw_key(j, "pid");
+	jsonw_uint(j, pid);
+	jsonw_key(j, "tid");
+	jsonw_uint(j, tid);
 }
 
 static void metadata(struct json *x, const char *what, uint64_t pid, uint64_t tid, const char *name,
@@ -328,26 +446,36 @@ static void metadata(struct json *x, const char *what, uint64_t pid, uint64_t ti
 	char sort_what[32];
 
 	jsonw_begin_object(j);
-	jsonw_string_field(j, "name", what);
-	jsonw_string_field(j, "ph", "M");
-	jsonw_uint_field(j, "pid", pid);
-	jsonw_uint_field(j, "tid", tid);
-	jsonw_name(j, "args");
+	jsonw_key(j, "name");
+	jsonw_string(j, what);
+	jsonw_key(j, "ph");
+	jsonw_string(j, "M");
+	jsonw_key(j, "pid");
+	jsonw_uint(j, pid);
+	jsonw_key(j, "tid");
+	jsonw_uint(j, tid);
+	jsonw_key(j, "args");
 	jsonw_begin_object(j);
-	jsonw_string_field(j, "name", name);
+	jsonw_key(j, "name");
+	jsonw_string(j, name);
 	jsonw_end_object(j);
 	jsonw_end_object(j);
 
 	snprintf(sort_what, sizeof(sort_what), "%s_sort_index",
 		 !strcmp(what, "process_name") ? "process" : "thread");
 	jsonw_begin_object(j);
-	jsonw_string_field(j, "name", sort_what);
-	jsonw_string_field(j, "ph", "M");
-	jsonw_uint_field(j, "pid", pid);
-	jsonw_uint_field(j, "tid", tid);
-	jsonw_name(j, "args");
+	jsonw_key(j, "name");
+	jsonw_string(j, sort_what);
+	jsonw_key(j, "ph");
+	jsonw_string(j, "M");
+	jsonw_key(j, "pid");
+	jsonw_uint(j, pid);
+	jsonw_key(j, "tid");
+	jsonw_uint(j, tid);
+	jsonw_key(j, "args");
 	jsonw_begin_object(j);
-	jsonw_int_field(j, "sort_index", sort_index);
+	jsonw_key(j, "sort_index");
+	jsonw_int(j, sort_index);
 	jsonw_end_object(j);
 	jsonw_end_object(j);
 }
@@ -388,7 +516,7 @@ static int write_metadata(struct json *x)
 		append(cpus, &ncpus, sw->cpu, sw->n_ts_delta);
 	if (irq)
 		append(cpus, &ncpus, irq->cpu, irq->n_ts_delta);
-	ncpus = sort_unique(cpus, ncpus);
+	ncpus = unique_cpus(cpus, ncpus);
 
 	if (ncpus)
 		metadata(x, "process_name", CPUS_PID, 0, CPUS_NAME, 0);
@@ -432,15 +560,19 @@ static void write_syscalls(struct json *x)
 			name = buf;
 		}
 		event_begin(x, "X", name, "syscall", t->pid[i], t->tid[i], ts);
-		jsonw_fixed_field(j, "dur", (int64_t)t->dur_ns[i], 3);
-		jsonw_name(j, "args");
+		jsonw_key(j, "dur");
+		jsonw_fixed(j, (int64_t)t->dur_ns[i], 3);
+		jsonw_key(j, "args");
 		jsonw_begin_object(j);
-		jsonw_uint_field(j, "nr", t->nr[i]);
+		jsonw_key(j, "nr");
+		jsonw_uint(j, t->nr[i]);
 		jsonw_hex_field(j, "arg0", t->arg0[i]);
 		jsonw_hex_field(j, "arg1", t->arg1[i]);
 		jsonw_hex_field(j, "arg2", t->arg2[i]);
-		jsonw_int_field(j, "ret", t->ret[i]);
-		jsonw_uint_field(j, "cpu", t->cpu[i]);
+		jsonw_key(j, "ret");
+		jsonw_int(j, t->ret[i]);
+		jsonw_key(j, "cpu");
+		jsonw_uint(j, t->cpu[i]);
 		jsonw_end_object(j);
 		jsonw_end_object(j);
 	}
@@ -450,8 +582,9 @@ static void instant_begin(struct json *x, const char *name, const char *cat, uin
 			  uint64_t ts)
 {
 	event_begin(x, "i", name, cat, pid, tid, ts);
-	jsonw_string_field(x->j, "s", tid ? "t" : "p");
-	jsonw_name(x->j, "args");
+	jsonw_key(x->j, "s");
+	jsonw_string(x->j, tid ? "t" : "p");
+	jsonw_key(x->j, "args");
 	jsonw_begin_object(x->j);
 }
 
@@ -485,11 +618,15 @@ static void write_task_events(struct json *x)
 		}
 		instant_begin(x, name, "task", t->pid[i], t->tid[i], ts);
 		if (t->kind[i] == HPS_TASK_FORK) {
-			jsonw_uint_field(x->j, "child_tid", t->child_tid[i]);
-			jsonw_uint_field(x->j, "child_pid", t->child_pid[i]);
+			jsonw_key(x->j, "child_tid");
+			jsonw_uint(x->j, t->child_tid[i]);
+			jsonw_key(x->j, "child_pid");
+			jsonw_uint(x->j, t->child_pid[i]);
 		}
-		if (*str_at(s, t->comm[i]))
-			jsonw_string_field(x->j, "comm", str_at(s, t->comm[i]));
+		if (*str_at(s, t->comm[i])) {
+			jsonw_key(x->j, "comm");
+			jsonw_string(x->j, str_at(s, t->comm[i]));
+		}
 		instant_end(x);
 	}
 }
@@ -505,8 +642,10 @@ static void write_migrations(struct json *x)
 		ts += t->ts_delta[i];
 		snprintf(name, sizeof(name), "migrate %" PRIu32 "->%" PRIu32, t->from_cpu[i], t->to_cpu[i]);
 		instant_begin(x, name, "sched", t->pid[i], t->tid[i], ts);
-		jsonw_uint_field(x->j, "from_cpu", t->from_cpu[i]);
-		jsonw_uint_field(x->j, "to_cpu", t->to_cpu[i]);
+		jsonw_key(x->j, "from_cpu");
+		jsonw_uint(x->j, t->from_cpu[i]);
+		jsonw_key(x->j, "to_cpu");
+		jsonw_uint(x->j, t->to_cpu[i]);
 		instant_end(x);
 	}
 }
@@ -522,8 +661,10 @@ static void write_markers(struct json *x)
 
 		instant_begin(x, m->name && *m->name ? m->name : "marker", "marker",
 			      t && t->id->pid ? t->id->pid : s->pid, m->tid, m->ts);
-		if (m->detail && *m->detail)
-			jsonw_string_field(x->j, "detail", m->detail);
+		if (m->detail && *m->detail) {
+			jsonw_key(x->j, "detail");
+			jsonw_string(x->j, m->detail);
+		}
 		instant_end(x);
 	}
 }
@@ -531,9 +672,7 @@ static void write_markers(struct json *x)
 /* "comm:tid" of a thread, "?:tid" when its name is not known. */
 static void task_name(struct json *x, uint32_t tid, char *buf, size_t len)
 {
-	const char *comm = snapview_comm(&x->view, tid);
-
-	snprintf(buf, len, "%s:%" PRIu32, *comm ? comm : "?", tid);
+	task_label(buf, len, snapview_comm(&x->view, tid), tid);
 }
 
 static void write_irqs(struct json *x)
@@ -559,21 +698,28 @@ static void write_irqs(struct json *x)
 			continue;
 		event_begin(x, "X", name, t->kind[i] == HPS_IRQ_HARD ? "irq" : "softirq", CPUS_PID,
 			    (uint64_t)CPUS_PID + 1 + t->cpu[i], ts);
-		jsonw_fixed_field(j, "dur", (int64_t)t->dur_ns[i], 3);
-		jsonw_name(j, "args");
+		jsonw_key(j, "dur");
+		jsonw_fixed(j, (int64_t)t->dur_ns[i], 3);
+		jsonw_key(j, "args");
 		jsonw_begin_object(j);
 		if (t->kind[i] == HPS_IRQ_HARD) {
-			jsonw_uint_field(j, "irq", t->num[i]);
-			jsonw_string_field(j, "handler", what);
+			jsonw_key(j, "irq");
+			jsonw_uint(j, t->num[i]);
+			jsonw_key(j, "handler");
+			jsonw_string(j, what);
 		} else {
-			jsonw_uint_field(j, "vec", t->num[i]);
+			jsonw_key(j, "vec");
+			jsonw_uint(j, t->num[i]);
 		}
 		if ((t->flags[i] & HPS_IRQ_INTERRUPTED) && t->tid[i]) {
 			task_name(x, t->tid[i], task, sizeof(task));
-			jsonw_string_field(j, "interrupted", task);
+			jsonw_key(j, "interrupted");
+			jsonw_string(j, task);
 		}
-		if (t->flags[i] & HPS_IRQ_WAITED)
-			jsonw_uint_field(j, "waiting_pid", t->pid[i]);
+		if (t->flags[i] & HPS_IRQ_WAITED) {
+			jsonw_key(j, "waiting_pid");
+			jsonw_uint(j, t->pid[i]);
+		}
 		jsonw_end_object(j);
 		jsonw_end_object(j);
 	}
@@ -589,13 +735,18 @@ static void write_reclaims(struct json *x)
 	for (i = 0; i < n && !failed(x); i++) {
 		ts += t->ts_delta[i];
 		event_begin(x, "X", hps_reclaim_kind_name(t->kind[i]), "memory", t->pid[i], t->tid[i], ts);
-		jsonw_fixed_field(j, "dur", (int64_t)t->dur_ns[i], 3);
-		jsonw_name(j, "args");
+		jsonw_key(j, "dur");
+		jsonw_fixed(j, (int64_t)t->dur_ns[i], 3);
+		jsonw_key(j, "args");
 		jsonw_begin_object(j);
-		jsonw_int_field(j, "order", t->order[i]);
-		jsonw_hex_field(j, "gfp", t->gfp[i]);
-		jsonw_int_field(j, "result", t->result[i]);
-		jsonw_uint_field(j, "cpu", t->cpu[i]);
+		jsonw_key(j, "order");
+		jsonw_int(j, t->order[i]);
+		jsonw_key(j, "gfp");
+		jsonw_hex(j, t->gfp[i]);
+		jsonw_key(j, "result");
+		jsonw_int(j, t->result[i]);
+		jsonw_key(j, "cpu");
+		jsonw_uint(j, t->cpu[i]);
 		jsonw_end_object(j);
 		jsonw_end_object(j);
 	}
@@ -614,13 +765,18 @@ static void write_locks(struct json *x)
 		ts += t->ts_delta[i];
 		hps_lock_wait_name(s, i, name, sizeof(name));
 		event_begin(x, "X", name, "lock", t->pid[i], t->tid[i], ts);
-		jsonw_fixed_field(j, "dur", (int64_t)t->dur_ns[i], 3);
-		jsonw_name(j, "args");
+		jsonw_key(j, "dur");
+		jsonw_fixed(j, (int64_t)t->dur_ns[i], 3);
+		jsonw_key(j, "args");
 		jsonw_begin_object(j);
-		jsonw_hex_field(j, "lock", t->lock[i]);
-		jsonw_hex_field(j, "flags", t->flags[i]);
-		jsonw_int_field(j, "ret", t->ret[i]);
-		jsonw_uint_field(j, "cpu", t->cpu[i]);
+		jsonw_key(j, "lock");
+		jsonw_hex(j, t->lock[i]);
+		jsonw_key(j, "flags");
+		jsonw_hex(j, t->flags[i]);
+		jsonw_key(j, "ret");
+		jsonw_int(j, t->ret[i]);
+		jsonw_key(j, "cpu");
+		jsonw_uint(j, t->cpu[i]);
 		jsonw_end_object(j);
 		jsonw_end_object(j);
 	}
@@ -632,10 +788,12 @@ static void fault_counter(struct json *x, const char *name, uint32_t pid, uint32
 	struct jsonw *j = x->j;
 
 	event_begin(x, "C", name, "memory", pid, tid, ts);
-	jsonw_name(j, "args");
+	jsonw_key(j, "args");
 	jsonw_begin_object(j);
-	jsonw_uint_field(j, "minor", minor);
-	jsonw_uint_field(j, "major", major);
+	jsonw_key(j, "minor");
+	jsonw_uint(j, minor);
+	jsonw_key(j, "major");
+	jsonw_uint(j, major);
 	jsonw_end_object(j);
 	jsonw_end_object(j);
 }
@@ -667,8 +825,7 @@ static void task_field(struct jsonw *j, const char *name, const char *comm, uint
 {
 	char buf[64];
 
-	snprintf(buf, sizeof(buf), "%s:%" PRIu32, comm && *comm ? comm : "?", tid);
-	jsonw_string_field(j, name, buf);
+	jsonw_string_field(j, name, task_label(buf, sizeof(buf), comm, tid));
 }
 
 static void span_piece(struct json *x, const struct thread *t, const struct span *sp, uint64_t start,
@@ -678,25 +835,33 @@ static void span_piece(struct json *x, const struct thread *t, const struct span
 	char buf[16];
 
 	event_begin(x, "X", sp->name, sp->cat, t->id->pid, t->id->tid, start);
-	jsonw_fixed_field(j, "dur", (int64_t)(end - start), 3);
-	jsonw_string_field(j, "cname", sp->cname);
-	jsonw_name(j, "args");
+	jsonw_key(j, "dur");
+	jsonw_fixed(j, (int64_t)(end - start), 3);
+	jsonw_key(j, "cname");
+	jsonw_string(j, sp->cname);
+	jsonw_key(j, "args");
 	jsonw_begin_object(j);
 	switch (sp->kind) {
 	case ST_RUNNING:
-		jsonw_uint_field(j, "cpu", sp->cpu);
-		jsonw_int_field(j, "prio", sp->prio);
-		jsonw_string_field(j, "end_state", hps_state_name(sp->state, buf, sizeof(buf)));
+		jsonw_key(j, "cpu");
+		jsonw_uint(j, sp->cpu);
+		jsonw_key(j, "prio");
+		jsonw_int(j, sp->prio);
+		jsonw_key(j, "end_state");
+		jsonw_string(j, hps_state_name(sp->state, buf, sizeof(buf)));
 		task_field(j, "next", sp->by_comm, sp->by_tid);
 		break;
 	case ST_RUNNABLE:
-		jsonw_string_field(j, "state", sp->woken ? "R" : hps_state_name(sp->state, buf, sizeof(buf)));
-		jsonw_string_field(j, "cause", sp->woken ? "wakeup" : "preempted");
+		jsonw_key(j, "state");
+		jsonw_string(j, sp->woken ? "R" : hps_state_name(sp->state, buf, sizeof(buf)));
+		jsonw_key(j, "cause");
+		jsonw_string(j, sp->woken ? "wakeup" : "preempted");
 		if (sp->by_tid)
 			task_field(j, sp->woken ? "waker" : "preempted_by", sp->by_comm, sp->by_tid);
 		break;
 	case ST_BLOCKED:
-		jsonw_string_field(j, "state", hps_state_name(sp->state, buf, sizeof(buf)));
+		jsonw_key(j, "state");
+		jsonw_string(j, hps_state_name(sp->state, buf, sizeof(buf)));
 		if (sp->by_tid)
 			task_field(j, "waker", sp->by_comm, sp->by_tid);
 		break;
@@ -734,16 +899,22 @@ static void cpu_span(struct json *x, const struct thread *t, uint32_t end_state,
 	struct jsonw *j = x->j;
 	char name[64], buf[16];
 
-	snprintf(name, sizeof(name), "%s:%" PRIu32, *t->id->comm ? t->id->comm : "?", t->id->tid);
+	task_label(name, sizeof(name), t->id->comm, t->id->tid);
 	event_begin(x, "X", name, "cpu", CPUS_PID, (uint64_t)CPUS_PID + 1 + t->cpu, t->since);
-	jsonw_fixed_field(j, "dur", (int64_t)(end - t->since), 3);
-	jsonw_string_field(j, "cname", "thread_state_running");
-	jsonw_name(j, "args");
+	jsonw_key(j, "dur");
+	jsonw_fixed(j, (int64_t)(end - t->since), 3);
+	jsonw_key(j, "cname");
+	jsonw_string(j, "thread_state_running");
+	jsonw_key(j, "args");
 	jsonw_begin_object(j);
-	jsonw_uint_field(j, "tid", t->id->tid);
-	jsonw_uint_field(j, "pid", t->id->pid);
-	jsonw_int_field(j, "prio", t->prio);
-	jsonw_string_field(j, "end_state", hps_state_name(end_state, buf, sizeof(buf)));
+	jsonw_key(j, "tid");
+	jsonw_uint(j, t->id->tid);
+	jsonw_key(j, "pid");
+	jsonw_uint(j, t->id->pid);
+	jsonw_key(j, "prio");
+	jsonw_int(j, t->prio);
+	jsonw_key(j, "end_state");
+	jsonw_string(j, hps_state_name(end_state, buf, sizeof(buf)));
 	jsonw_end_object(j);
 	jsonw_end_object(j);
 }
@@ -910,23 +1081,36 @@ static void write_other_data(struct json *x)
 	const Hostprof__Snapshot *s = x->snap;
 	struct jsonw *j = x->j;
 
-	jsonw_name(j, "otherData");
+	jsonw_key(j, "otherData");
 	jsonw_begin_object(j);
-	if (s->producer)
-		jsonw_string_field(j, "producer", s->producer);
-	if (s->host) {
-		if (s->host->hostname)
-			jsonw_string_field(j, "hostname", s->host->hostname);
-		if (s->host->kernel_release)
-			jsonw_string_field(j, "kernel", s->host->kernel_release);
-		jsonw_uint_field(j, "ncpus", s->host->ncpus);
+	if (s->producer) {
+		jsonw_key(j, "producer");
+		jsonw_string(j, s->producer);
 	}
-	jsonw_uint_field(j, "pid", s->pid);
-	if (s->reason)
-		jsonw_string_field(j, "reason", s->reason);
-	jsonw_uint_field(j, "start_ns", s->start_ns);
-	jsonw_uint_field(j, "end_ns", s->end_ns);
-	jsonw_string_field(j, "clock", "CLOCK_BOOTTIME; ts 0 = start_ns");
+	if (s->host) {
+		if (s->host->hostname) {
+			jsonw_key(j, "hostname");
+			jsonw_string(j, s->host->hostname);
+		}
+		if (s->host->kernel_release) {
+			jsonw_key(j, "kernel");
+			jsonw_string(j, s->host->kernel_release);
+		}
+		jsonw_key(j, "ncpus");
+		jsonw_uint(j, s->host->ncpus);
+	}
+	jsonw_key(j, "pid");
+	jsonw_uint(j, s->pid);
+	if (s->reason) {
+		jsonw_key(j, "reason");
+		jsonw_string(j, s->reason);
+	}
+	jsonw_key(j, "start_ns");
+	jsonw_uint(j, s->start_ns);
+	jsonw_key(j, "end_ns");
+	jsonw_uint(j, s->end_ns);
+	jsonw_key(j, "clock");
+	jsonw_string(j, "CLOCK_BOOTTIME; ts 0 = start_ns");
 	jsonw_end_object(j);
 }
 
@@ -946,7 +1130,7 @@ static int write_json(struct json *x)
 		return r;
 
 	jsonw_begin_object(j);
-	jsonw_name(j, "traceEvents");
+	jsonw_key(j, "traceEvents");
 	jsonw_begin_array(j);
 	r = write_metadata(x);
 	if (r < 0)
@@ -961,7 +1145,8 @@ static int write_json(struct json *x)
 	write_faults(x);
 	write_sched(x);
 	jsonw_end_array(j);
-	jsonw_string_field(j, "displayTimeUnit", "ns");
+	jsonw_key(j, "displayTimeUnit");
+	jsonw_string(j, "ns");
 	write_other_data(x);
 	jsonw_end_object(j);
 	fputc('\n', x->out);

@@ -3,7 +3,9 @@
  * The snapshot formats of SPEC §5, by name, and writing them next to each other under
  * one prefix. Shared by hostprofctl (snapshot, export, fetch) and hostprofd (--record,
  * automatic snapshots). Every file is written through a temporary file and renamed into
- * place: a failed write (a full disk) leaves nothing behind.
+ * place once all of them are written and fsync'ed: a failed write (a full disk) leaves
+ * nothing behind. Each file's writeback starts while it is written, so the disk works
+ * while the next format is made.
  */
 #ifndef HOSTPROF_FORMATS_H
 #define HOSTPROF_FORMATS_H

@@ -57,19 +57,6 @@ void pbw_free(struct pbw *w)
 	w->len = w->cap = 0;
 }
 
-/* Caller has reserved PBW_VARINT_MAX bytes. */
-static inline void put_varint(struct pbw *w, uint64_t v)
-{
-	uint8_t *p = w->buf + w->len;
-
-	while (v >= 0x80) {
-		*p++ = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	*p++ = (uint8_t)v;
-	w->len = (size_t)(p - w->buf);
-}
-
 /* Reserves room for the tag plus extra bytes, then writes the tag. */
 static inline int put_tag(struct pbw *w, uint32_t field, unsigned int wire_type, size_t extra)
 {
@@ -83,18 +70,7 @@ static inline int put_tag(struct pbw *w, uint32_t field, unsigned int wire_type,
 	r = pbw_reserve(w, PBW_VARINT_MAX + extra);
 	if (r < 0)
 		return r;
-	put_varint(w, ((uint64_t)field << 3) | wire_type);
-	return 0;
-}
-
-int pbw_raw_varint(struct pbw *w, uint64_t v)
-{
-	int r;
-
-	r = pbw_reserve(w, PBW_VARINT_MAX);
-	if (r < 0)
-		return r;
-	put_varint(w, v);
+	pbw_put_varint(w, ((uint64_t)field << 3) | wire_type);
 	return 0;
 }
 
@@ -105,7 +81,7 @@ int pbw_varint(struct pbw *w, uint32_t field, uint64_t v)
 	r = put_tag(w, field, PBW_WT_VARINT, PBW_VARINT_MAX);
 	if (r < 0)
 		return r;
-	put_varint(w, v);
+	pbw_put_varint(w, v);
 	return 0;
 }
 
@@ -146,7 +122,7 @@ int pbw_bytes(struct pbw *w, uint32_t field, const void *data, size_t len)
 	r = put_tag(w, field, PBW_WT_LEN, PBW_VARINT_MAX + len);
 	if (r < 0)
 		return r;
-	put_varint(w, len);
+	pbw_put_varint(w, len);
 	if (len)
 		memcpy(w->buf + w->len, data, len);
 	w->len += len;
@@ -163,24 +139,19 @@ int pbw_string(struct pbw *w, uint32_t field, const char *s)
 size_t pbw_begin(struct pbw *w, uint32_t field)
 {
 	size_t token;
-	uint8_t *p;
 
 	if (put_tag(w, field, PBW_WT_LEN, PBW_NESTED_LEN_BYTES) < 0)
 		return 0;
 	token = w->len;
-	p = w->buf + token;
-	p[0] = 0x80;
-	p[1] = 0x80;
-	p[2] = 0x80;
-	p[3] = 0x00;
-	w->len += PBW_NESTED_LEN_BYTES;
+	w->buf[w->len++] = 0;
 	return token;
 }
 
 int pbw_end(struct pbw *w, size_t token)
 {
-	size_t size;
+	size_t size, n;
 	uint8_t *p;
+	int r;
 
 	if (w->err)
 		return w->err;
@@ -189,11 +160,20 @@ int pbw_end(struct pbw *w, size_t token)
 	size = w->len - token - PBW_NESTED_LEN_BYTES;
 	if (size > PBW_NESTED_MAX)
 		return (w->err = -EMSGSIZE);
+	if (size < 0x80) {
+		w->buf[token] = (uint8_t)size;
+		return 0;
+	}
 
+	/* a longer length: the message moves up by its extra bytes */
+	n = pbw_varint_size(size);
+	r = pbw_reserve(w, n - PBW_NESTED_LEN_BYTES);
+	if (r < 0)
+		return r;
 	p = w->buf + token;
-	p[0] = (uint8_t)(size | 0x80);
-	p[1] = (uint8_t)((size >> 7) | 0x80);
-	p[2] = (uint8_t)((size >> 14) | 0x80);
-	p[3] = (uint8_t)(size >> 21);
+	memmove(p + n, p + PBW_NESTED_LEN_BYTES, size);
+	w->len = token;
+	pbw_put_varint(w, size);
+	w->len += size;
 	return 0;
 }

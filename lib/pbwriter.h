@@ -3,9 +3,11 @@
  * pbwriter: a small protobuf encoder that appends fields to one growable buffer.
  *
  * Fields are written in the order the caller gives them; nothing is built in memory as
- * objects. A nested message is opened with pbw_begin(), which writes the tag and a 4-byte
- * length placeholder (a redundant varint, 0x80 0x80 0x80 0x00, that decoders accept), and
- * closed with pbw_end(), which patches in the real length. A nested message is therefore
+ * objects. A nested message is opened with pbw_begin(), which writes the tag and a 1-byte
+ * length placeholder, and closed with pbw_end(), which writes the real length there: in
+ * place when it is below 128, else by moving the message's bytes up by the length's extra
+ * bytes. Every length is therefore the shortest varint, as protobuf encoders write it, and
+ * the small messages that a trace is mostly made of are never moved. A nested message is
  * limited to PBW_NESTED_MAX bytes. Packed repeated fields are written the same way:
  * pbw_begin(), pbw_raw_varint() per element, pbw_end().
  *
@@ -27,8 +29,8 @@
 
 /* Largest varint: 10 bytes. */
 #define PBW_VARINT_MAX 10
-/* Bytes of the length placeholder written by pbw_begin(), and the largest length it holds. */
-#define PBW_NESTED_LEN_BYTES 4
+/* Bytes of the length placeholder written by pbw_begin(), and the largest nested message. */
+#define PBW_NESTED_LEN_BYTES 1
 #define PBW_NESTED_MAX ((1u << 28) - 1)
 
 struct pbw {
@@ -56,8 +58,29 @@ void pbw_reset(struct pbw *w);
 /* Frees the buffer; accepts NULL and an already freed writer. */
 void pbw_free(struct pbw *w);
 
+/* Appends v as a varint; the caller has reserved PBW_VARINT_MAX bytes. */
+static inline void pbw_put_varint(struct pbw *w, uint64_t v)
+{
+	uint8_t *p = w->buf + w->len;
+
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	w->len = (size_t)(p - w->buf);
+}
+
 /* A bare varint, no tag: for the elements of a packed field. */
-int pbw_raw_varint(struct pbw *w, uint64_t v);
+static inline int pbw_raw_varint(struct pbw *w, uint64_t v)
+{
+	int r = pbw_reserve(w, PBW_VARINT_MAX);
+
+	if (r < 0)
+		return r;
+	pbw_put_varint(w, v);
+	return 0;
+}
 
 /* uint32, uint64, bool, enum, and non-negative int32/int64. */
 int pbw_varint(struct pbw *w, uint32_t field, uint64_t v);
@@ -80,6 +103,18 @@ int pbw_end(struct pbw *w, size_t token);
 static inline uint64_t pbw_zigzag(int64_t v)
 {
 	return ((uint64_t)v << 1) ^ (v < 0 ? UINT64_MAX : 0);
+}
+
+/* Bytes of v as a varint. */
+static inline size_t pbw_varint_size(uint64_t v)
+{
+	size_t n = 1;
+
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
 }
 
 #endif

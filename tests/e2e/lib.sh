@@ -98,3 +98,9 @@ run_stall() {
 decode_perfetto() {
 	protoc --proto_path="$SRCDIR/tests/unit" --decode=perfetto.protos.Trace perfetto_subset.proto <"$1"
 }
+
+# perfetto_sched FILE: its sched_switch and sched_waking events, one a line, the compact_sched
+# ones as a reader completes them (tests/e2e/perfetto-sched.c says the columns)
+perfetto_sched() {
+	"$PERFETTO_SCHED" "$SRCDIR/tests/unit" "$1"
+}

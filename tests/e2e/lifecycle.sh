@@ -46,7 +46,7 @@ run_stall --duration 1.5 --period-ms 300 --burst-ms 10 --cpu 1
 wait "$stall_pid"
 expect_rc 0 "snapshot under raw_tp" -- ctl snapshot --pid "$trainer" --format hps -o "$tmp/raw.hps"
 "$HOSTPROFCTL" export "$tmp/raw.hps" --format perfetto -o "$tmp/raw.pftrace" >/dev/null
-n=$(decode_perfetto "$tmp/raw.pftrace" | grep -c 'sched_switch {')
+n=$(perfetto_sched "$tmp/raw.pftrace" | grep -c '^switch ')
 [ "$n" -gt 10 ] && ok "raw_tp captured $n switches" || fail "raw_tp captured $n switches"
 stop_daemon
 

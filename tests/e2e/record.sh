@@ -16,7 +16,7 @@ took=$(( ($(date +%s%N) - start) / 1000000 ))
 for f in rec.hps rec.pftrace rec.txt; do [ -s "$tmp/$f" ] && ok "wrote $f" || fail "no $f"; done
 expect_match "^$tmp/rec.pftrace$" "prints the files it wrote"
 grep -q "^worst stall:" "$tmp/rec.txt" && ok "the report has its verdict" || fail "$(head -3 "$tmp/rec.txt")"
-n=$(decode_perfetto "$tmp/rec.pftrace" | grep -c 'sched_switch {')
+n=$(perfetto_sched "$tmp/rec.pftrace" | grep -c '^switch ')
 [ "$n" -gt 10 ] && ok "the trace holds $n switches" || fail "$n switches"
 wait_progs "$base" && ok "nothing left attached" || fail "programs left: $(our_progs), $base before"
 

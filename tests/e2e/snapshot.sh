@@ -23,9 +23,8 @@ default_file=$(grep -E '\.pftrace$' <<<"$out")
 
 expect_rc 0 "snapshot -o FILE" -- ctl snapshot --pid "$trainer" --format perfetto -o "$tmp/t.pftrace"
 trace=$(decode_perfetto "$tmp/t.pftrace") || fail "protoc cannot decode the trace"
-preempted=$(grep -A8 'sched_switch {' <<<"$trace" | awk '
-	/prev_comm:/ { prev = $2 } /prev_state:/ { state = $2 } /next_comm:/ {
-		if (prev == "\"acl_thread\"" && (state == 0 || state == 256) && $2 == "\"hog\"") n++ } END { print n + 0 }')
+sched=$(perfetto_sched "$tmp/t.pftrace") || fail "the trace's scheduler events cannot be read back"
+preempted=$(awk '$1 == "switch" && $5 == "acl_thread" && ($6 == 0 || $6 == 256) && $9 == "hog" { n++ } END { print n + 0 }' <<<"$sched")
 # each burst preempts acl_thread unless something else held CPU 1 then (capture-preempt
 # checks the rate against the workload's own clock)
 [ "$preempted" -ge 1 ] && [ "$preempted" -le "$bursts" ] && ok "trace: $preempted switches acl_thread -> hog for $bursts bursts" \
@@ -40,8 +39,8 @@ expect_rc 0 "snapshot --format all -o PREFIX" -- ctl snapshot --pid "$trainer" -
 ls "$tmp"/*.tmp* >/dev/null 2>&1 && fail "temporary files left behind"
 
 expect_rc 0 "snapshot --window 1s" -- ctl snapshot --pid "$trainer" --window 1s -o "$tmp/w.pftrace"
-n_all=$(decode_perfetto "$tmp/t.pftrace" | grep -c 'sched_switch {')
-n_win=$(decode_perfetto "$tmp/w.pftrace" | grep -c 'sched_switch {')
+n_all=$(perfetto_sched "$tmp/t.pftrace" | grep -c '^switch ')
+n_win=$(perfetto_sched "$tmp/w.pftrace" | grep -c '^switch ')
 [ "$n_win" -lt "$n_all" ] && [ "$n_win" -gt 0 ] && ok "a 1 s window holds fewer switches ($n_win < $n_all)" \
 	|| fail "window: $n_win of $n_all switches"
 

@@ -44,7 +44,7 @@ done
 ls "$snaps" | grep -q tmp && fail "temporary files left in $snaps"
 head -1 "$snaps/$name.txt" | grep -q "preempted by hog (pid $hog" && ok "its report names the neighbour" || fail "report: $(head -1 "$snaps/$name.txt")"
 decode_perfetto "$snaps/$name.pftrace" | grep -q 'acl_preempt' && ok "the trigger point is marked in the trace" || fail "no marker in the trace"
-n=$(decode_perfetto "$snaps/$name.pftrace" | grep -A8 'sched_switch {' | awk '/prev_comm:/ {p=$2} /next_comm:/ { if (p == "\"acl_thread\"" && $2 == "\"hog\"") n++ } END {print n+0}')
+n=$(perfetto_sched "$snaps/$name.pftrace" | awk '$1 == "switch" && $5 == "acl_thread" && $9 == "hog" { n++ } END { print n + 0 }')
 [ "$n" -ge 1 ] && ok "its trace holds the preemption ($n)" || fail "no acl_thread -> hog switch in the trace"
 expect_rc 0 "snapshots (text)" -- ctl snapshots
 expect_match "$name +20[0-9-]+T[0-9:.]+Z +$trainer +acl_preempt .*preempted by hog" "listed with its time and reason"

@@ -52,8 +52,7 @@ exec 7>&-
 wait "$counter"
 sleep 0.3
 expect_rc 0 "snapshot of the exited process" -- ctl snapshot --pid "$counter" -o "$tmp/count.pftrace"
-n=$(decode_perfetto "$tmp/count.pftrace" | grep -A6 'sched_switch {' | awk -v p="$counter" '
-	/prev_pid:/ { pid = $2 } /prev_state:/ { if (pid == p && $2 == 1) n++ } END { print n + 0 }')
+n=$(perfetto_sched "$tmp/count.pftrace" | awk -v p="$counter" '$1 == "switch" && $4 == p && $6 == 1 { n++ } END { print n + 0 }')
 [ "$n" -ge 38 ] && [ "$n" -le 42 ] && ok "40 sleeps seen as $n switch-outs in S" || fail "$n switch-outs in S, want 40 within 5%"
 
 # unwatch keeps the history

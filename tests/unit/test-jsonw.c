@@ -3,7 +3,10 @@
  * Unit test of lib/jsonw.c: documents built with every value type, nested objects and
  * arrays, string escaping (quotes, backslash, control characters, UTF-8 passed through),
  * non-finite floats written as null, nesting down to JSONW_MAX_DEPTH; each checked
- * against the exact text written to an open_memstream(3) stream.
+ * against the exact text written to an open_memstream(3) stream. Then what the buffer
+ * must not change: strings and documents longer than JSONW_BUFFER (escapes across its
+ * pieces), a caller's own write after a top-level value coming after it, fixed-point
+ * numbers with leading zeros in their fraction, the hex field.
  */
 #include <math.h>
 #include <stdint.h>
@@ -210,6 +213,61 @@ static char *nest_text(bool obj, int depth)
 	return s;
 }
 
+/* Long strings and documents, and the FILE shared with the caller between top-level values. */
+static void test_buffering(void)
+{
+	size_t n = 3 * JSONW_BUFFER + 17, size = 0, i, len;
+	char *in = malloc(n + 1), *want = malloc(6 * n + 64), *text = NULL;
+	FILE *f = open_memstream(&text, &size);
+	struct jsonw *j;
+
+	if (!in || !want || !f) {
+		CHECK(in && want && f);
+		free(in), free(want);
+		return;
+	}
+	/* every 7th byte needs an escape: they fall on both sides of each piece's end */
+	len = 0;
+	want[len++] = '[';
+	want[len++] = '"';
+	for (i = 0; i < n; i++) {
+		in[i] = i % 7 == 3 ? '"' : i % 7 == 5 ? '\x01' : (char)('a' + i % 26);
+		if (in[i] == '"') {
+			want[len++] = '\\';
+			want[len++] = '"';
+		} else if (in[i] == '\x01') {
+			memcpy(want + len, "\\u0001", 6);
+			len += 6;
+		} else {
+			want[len++] = in[i];
+		}
+	}
+	in[n] = '\0';
+	j = jsonw_new(f);
+	CHECK(j != NULL);
+	if (j) {
+		jsonw_begin_array(j);
+		jsonw_string(j, in);
+		jsonw_fixed(j, 12000100, 6);
+		jsonw_fixed(j, -7, 3);
+		jsonw_begin_object(j);
+		jsonw_hex_field(j, "h", 0xdeadbeef);
+		jsonw_end_object(j);
+		jsonw_end_array(j);
+		fputc('\n', f); /* the caller's own, after the complete value: after it in the file */
+		jsonw_free(j);
+	}
+	CHECK_EQ_INT(fclose(f), 0);
+	CHECKF(text && size > len, "a %zu-byte string: %zu bytes written", n, size);
+	if (text && size > len) {
+		CHECKF(!memcmp(text, want, len), "a %zu-byte string with escapes comes out whole", n);
+		CHECK_STR(text + len, "\",12.0001,-0.007,{\"h\":\"0xdeadbeef\"}]\n");
+	}
+	free(text);
+	free(in);
+	free(want);
+}
+
 /* Two writers on two streams do not share state. */
 static void test_independent(void)
 {
@@ -273,5 +331,6 @@ int main(void)
 	free(want);
 
 	test_independent();
+	test_buffering();
 	return check_summary();
 }

@@ -42,6 +42,7 @@
 #include "hps.h"
 #include "macro.h"
 #include "pbwriter.h"
+#include "perfetto-decode.h"
 
 #define SEQUENCE_ID 0x4850         /* what export_perfetto.c writes */
 #define PROFILE_SEQUENCE_ID 0x4851 /* its samples */
@@ -143,7 +144,7 @@ static void test_pbwriter(void)
 
 	expect_tag(&r, 1000, PBW_WT_LEN);
 	len = rd_varint(&r, &n);
-	CHECK(n == 4, "nested length takes %zu bytes, want 4", n);
+	CHECK(n == 1, "nested length takes %zu bytes, want 1 (the shortest)", n);
 	end = r.pos + len;
 	CHECK(end == r.len, "nested length %zu, %zu bytes follow", len, r.len - r.pos);
 	expect_tag(&r, 1, PBW_WT_LEN);
@@ -156,6 +157,35 @@ static void test_pbwriter(void)
 	CHECK(rd_varint(&r, NULL) == 1, "packed[0]");
 	CHECK(rd_varint(&r, NULL) == 300, "packed[1]");
 	CHECK(r.pos == end && !r.bad, "trailing bytes or bad varint");
+
+	/* Lengths of 128 and more move the message up, nested ones too: the shortest varint. */
+	pbw_reset(&w);
+	tok = pbw_begin(&w, 5);
+	packed = pbw_begin(&w, 6);
+	for (i = 0; i < 200; i++)
+		pbw_raw_varint(&w, i);
+	pbw_end(&w, packed);
+	for (i = 0; i < 20000; i++)
+		pbw_varint(&w, 7, 1);
+	CHECK(pbw_end(&w, tok) == 0 && w.err == 0, "long nested: %d", w.err);
+	r = (struct reader){ .p = w.buf, .len = w.len };
+	expect_tag(&r, 5, PBW_WT_LEN);
+	len = rd_varint(&r, &n);
+	CHECK(n == 3 && r.pos + len == r.len, "outer length %zu in %zu bytes, %zu bytes follow", len, n,
+	      r.len - r.pos);
+	expect_tag(&r, 6, PBW_WT_LEN);
+	len = rd_varint(&r, &n);
+	CHECK(n == 2 && len == 128 + 2 * 72, "packed length %zu in %zu bytes", len, n);
+	for (i = 0; i < 200; i++)
+		CHECK(rd_varint(&r, NULL) == i, "packed[%zu]", i);
+	for (i = 0; i < 20000 && !r.bad; i++) {
+		expect_tag(&r, 7, PBW_WT_VARINT);
+		if (rd_varint(&r, NULL) != 1) {
+			CHECK(0, "field after the packed one, %zu", i);
+			break;
+		}
+	}
+	CHECK(r.pos == r.len && !r.bad, "long nested: trailing bytes or bad varint");
 
 	/* Errors are sticky and later writes change nothing. */
 	n = w.len;
@@ -439,16 +469,6 @@ static void test_invalid(void)
 
 /* ---- 3. Decoding with protoc ----------------------------------------------------------- */
 
-struct ev {
-	uint32_t cpu;
-	size_t bundle;
-	uint64_t ts;
-	int64_t pid;
-	bool has_switch;
-	char prev_comm[32], next_comm[32];
-	int64_t prev_pid, prev_prio, prev_state, next_pid, next_prio;
-};
-
 struct named {
 	int64_t id, parent;
 	char name[64];
@@ -456,9 +476,8 @@ struct named {
 
 struct decoded {
 	size_t packets, packets_with_seq, packets_with_ts, bad_seq, bad_clock_id, unknown_fields;
-	size_t bundles, max_bundle;
-	size_t nev, cap;
-	struct ev *ev;
+	struct pd_node *root; /* protoc's text as a tree */
+	struct pd_sched sched; /* every ftrace event, as a reader sees it (perfetto-decode.h) */
 	size_t nclocks;
 	int64_t clock_id[8];
 	uint64_t clock_ts[8];
@@ -487,26 +506,10 @@ static void copy_value(char *dst, size_t len, const char *v)
 	dst[n] = '\0';
 }
 
-static void on_open(struct decoded *d, const char *name, const char *parent, uint32_t bundle_cpu)
+static void on_open(struct decoded *d, const char *name)
 {
 	if (!strcmp(name, "packet")) {
 		d->packets++;
-	} else if (!strcmp(name, "ftrace_events")) {
-		d->bundles++;
-	} else if (!strcmp(name, "event") && !strcmp(parent, "ftrace_events")) {
-		if (d->nev == d->cap) {
-			d->cap = d->cap ? 2 * d->cap : 1024;
-			d->ev = realloc(d->ev, d->cap * sizeof(*d->ev));
-			if (!d->ev) {
-				fprintf(stderr, "out of memory\n");
-				exit(1);
-			}
-		}
-		memset(&d->ev[d->nev], 0, sizeof(d->ev[0]));
-		d->ev[d->nev].cpu = bundle_cpu;
-		d->ev[d->nev].bundle = d->bundles;
-		d->ev[d->nev].pid = -1;
-		d->nev++;
 	} else if (!strcmp(name, "clocks") && d->nclocks < 8) {
 		d->clock_id[d->nclocks] = -1;
 		d->nclocks++;
@@ -520,10 +523,8 @@ static void on_open(struct decoded *d, const char *name, const char *parent, uin
 }
 
 static void on_field(struct decoded *d, const char *msg, const char *key, const char *val,
-		     bool *packet_has_seq, bool *packet_has_ts, uint32_t *bundle_cpu,
-		     size_t *bundle_events)
+		     bool *packet_has_seq, bool *packet_has_ts)
 {
-	struct ev *e = d->nev ? &d->ev[d->nev - 1] : NULL;
 	long long i = strtoll(val, NULL, 0);
 
 	if (key[0] >= '0' && key[0] <= '9') {
@@ -531,7 +532,7 @@ static void on_field(struct decoded *d, const char *msg, const char *key, const 
 	} else if (!strcmp(msg, "packet")) {
 		if (!strcmp(key, "trusted_packet_sequence_id")) {
 			*packet_has_seq = true;
-			if (i != SEQUENCE_ID && i != PROFILE_SEQUENCE_ID)
+			if (i < 2) /* 0: none, 1: the tracing service's */
 				d->bad_seq++;
 		} else if (!strcmp(key, "timestamp")) {
 			*packet_has_ts = true;
@@ -574,101 +575,7 @@ static void on_field(struct decoded *d, const char *msg, const char *key, const 
 			t->parent = i;
 		else if (!strcmp(key, "name"))
 			copy_value(t->name, sizeof(t->name), val);
-	} else if (!strcmp(msg, "ftrace_events") && !strcmp(key, "cpu")) {
-		*bundle_cpu = (uint32_t)i;
-		*bundle_events = 0;
-	} else if (!strcmp(msg, "event") && e) {
-		if (!strcmp(key, "timestamp"))
-			e->ts = strtoull(val, NULL, 0);
-		else if (!strcmp(key, "pid"))
-			e->pid = i;
-	} else if (!strcmp(msg, "sched_switch") && e) {
-		e->has_switch = true;
-		if (!strcmp(key, "prev_comm"))
-			copy_value(e->prev_comm, sizeof(e->prev_comm), val);
-		else if (!strcmp(key, "prev_pid"))
-			e->prev_pid = i;
-		else if (!strcmp(key, "prev_prio"))
-			e->prev_prio = i;
-		else if (!strcmp(key, "prev_state"))
-			e->prev_state = i;
-		else if (!strcmp(key, "next_comm"))
-			copy_value(e->next_comm, sizeof(e->next_comm), val);
-		else if (!strcmp(key, "next_pid"))
-			e->next_pid = i;
-		else if (!strcmp(key, "next_prio"))
-			e->next_prio = i;
 	}
-}
-
-static void shell_quote(char *dst, size_t len, const char *s)
-{
-	size_t n = 0;
-
-	dst[n++] = '\'';
-	for (; *s && n + 6 < len; s++) {
-		if (*s == '\'') {
-			memcpy(dst + n, "'\\''", 4);
-			n += 4;
-		} else {
-			dst[n++] = *s;
-		}
-	}
-	dst[n++] = '\'';
-	dst[n] = '\0';
-}
-
-static const char *protoc(void)
-{
-	const char *p = getenv("PROTOC");
-
-	return p && *p ? p : "protoc";
-}
-
-/* Runs protoc --decode on the trace file; its text output in a new buffer. */
-static int run_protoc(const char *proto_dir, const char *path, char **ret_text, size_t *ret_len)
-{
-	char qdir[8192], qpath[8192], qprotoc[8192], cmd[32768];
-	char *text = NULL;
-	size_t len = 0, cap = 0, n;
-	FILE *p;
-	int status;
-
-	shell_quote(qdir, sizeof(qdir), proto_dir);
-	shell_quote(qpath, sizeof(qpath), path);
-	shell_quote(qprotoc, sizeof(qprotoc), protoc());
-	snprintf(cmd, sizeof(cmd),
-		 "%s --proto_path=%s --decode=perfetto.protos.Trace perfetto_subset.proto < %s",
-		 qprotoc, qdir, qpath);
-	p = popen(cmd, "r");
-	if (!p) {
-		fprintf(stderr, "popen %s: %s\n", cmd, strerror(errno));
-		return -1;
-	}
-	for (;;) {
-		if (cap - len < 65536) {
-			cap = cap ? 2 * cap : 1 << 20;
-			text = realloc(text, cap + 1);
-			if (!text) {
-				fprintf(stderr, "out of memory\n");
-				exit(1);
-			}
-		}
-		n = fread(text + len, 1, cap - len, p);
-		if (n == 0)
-			break;
-		len += n;
-	}
-	text[len] = '\0';
-	status = pclose(p);
-	if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		fprintf(stderr, "protoc --decode failed (status %d): %s\n", status, cmd);
-		free(text);
-		return -1;
-	}
-	*ret_text = text;
-	*ret_len = len;
-	return 0;
 }
 
 /* Parses protoc's text output into d. */
@@ -677,8 +584,7 @@ static int decode_text(const char *text, size_t len, struct decoded *d)
 	char line[4096];
 	char stack[MAX_DEPTH][32];
 	bool has_seq = false, has_ts = false;
-	uint32_t bundle_cpu = UINT32_MAX;
-	size_t depth = 0, bundle_events = 0;
+	size_t depth = 0;
 	FILE *p;
 
 	memset(d, 0, sizeof(*d));
@@ -709,9 +615,7 @@ static int decode_text(const char *text, size_t len, struct decoded *d)
 			if (depth == 0) {
 				has_seq = has_ts = false;
 			}
-			on_open(d, s, depth ? stack[depth - 1] : "", bundle_cpu);
-			if (!strcmp(s, "event"))
-				bundle_events++;
+			on_open(d, s);
 			depth++;
 		} else if (!strcmp(s, "}")) {
 			if (depth == 0) {
@@ -722,15 +626,10 @@ static int decode_text(const char *text, size_t len, struct decoded *d)
 			if (!strcmp(stack[depth], "packet")) {
 				d->packets_with_seq += has_seq;
 				d->packets_with_ts += has_ts;
-			} else if (!strcmp(stack[depth], "ftrace_events")) {
-				if (bundle_events > d->max_bundle)
-					d->max_bundle = bundle_events;
-				bundle_cpu = UINT32_MAX;
 			}
 		} else if ((colon = strstr(s, ": "))) {
 			*colon = '\0';
-			on_field(d, depth ? stack[depth - 1] : "", s, colon + 2, &has_seq, &has_ts,
-				 &bundle_cpu, &bundle_events);
+			on_field(d, depth ? stack[depth - 1] : "", s, colon + 2, &has_seq, &has_ts);
 		} else {
 			fprintf(stderr, "unexpected protoc output: %s\n", s);
 			d->unknown_fields++;
@@ -752,17 +651,25 @@ static int decode(const char *proto_dir, const char *path, struct decoded *d)
 	int r;
 
 	memset(d, 0, sizeof(*d));
-	if (run_protoc(proto_dir, path, &text, &len) < 0)
+	if (pd_run_protoc(proto_dir, path, &text, &len) < 0)
 		return -1;
 	r = decode_text(text, len, d);
+	if (r == 0) {
+		d->root = pd_tree_parse(text);
+		if (d->root)
+			pd_read_sched(d->root, &d->sched);
+		else
+			r = -1;
+	}
 	free(text);
 	return r;
 }
 
 static void decoded_free(struct decoded *d)
 {
-	free(d->ev);
-	d->ev = NULL;
+	pd_sched_free(&d->sched);
+	pd_tree_free(d->root);
+	d->root = NULL;
 }
 
 /* What every trace made from a fixture has, events or not. */
@@ -822,49 +729,53 @@ static void check_metadata(const struct decoded *d, const char *what)
 	}
 }
 
-static bool event_matches(const struct ev *e, const struct sw *s, uint64_t ts)
+static bool event_matches(const struct pd_sched_ev *e, const struct sw *s, uint64_t ts)
 {
-	return e->ts == ts && e->has_switch && e->pid == s->prev_tid &&
+	return e->ts == ts && e->kind == PD_SWITCH && e->pid == s->prev_tid &&
 	       e->prev_pid == s->prev_tid && e->next_pid == s->next_tid &&
 	       e->prev_prio == s->prev_prio && e->next_prio == s->next_prio &&
-	       e->prev_state == s->prev_state && !strcmp(e->prev_comm, strings[s->prev_comm]) &&
-	       !strcmp(e->next_comm, strings[s->next_comm]);
+	       e->prev_state == s->prev_state && e->prev_comm && !strcmp(e->prev_comm, strings[s->prev_comm]) &&
+	       e->next_comm && !strcmp(e->next_comm, strings[s->next_comm]);
 }
 
-/* Events per CPU in file order must be the input's events of that CPU, in input order. */
+/*
+ * The switches of each CPU, as a reader reads them (the compact ones completed from the
+ * CPU's previous switch), must be the input's switches of that CPU, in input order.
+ */
 static void check_events(const struct decoded *d, const struct sw *sw, size_t n, const char *what)
 {
+	const struct pd_sched *sc = &d->sched;
 	size_t i, k, matched = 0;
 	uint32_t cpu, max_cpu = 0;
-	const struct ev *e;
+	const struct pd_sched_ev *e;
 
-	CHECK(d->nev == n, "%s: %zu events decoded, %zu exported", what, d->nev, n);
-	CHECK(d->max_bundle <= BUNDLE_MAX, "%s: a bundle holds %zu events", what, d->max_bundle);
+	CHECK(sc->n == n, "%s: %zu events decoded, %zu exported", what, sc->n, n);
+	CHECK(sc->max_bundle <= BUNDLE_MAX, "%s: a bundle holds %zu events", what, sc->max_bundle);
+	CHECK(sc->disorder == 0 && sc->bad_columns == 0 && sc->dropped == 0,
+	      "%s: %zu events out of time order, %zu bad compact columns, %zu compact events a reader drops", what,
+	      sc->disorder, sc->bad_columns, sc->dropped);
 	for (i = 0; i < n; i++)
 		max_cpu = MAX(max_cpu, sw[i].cpu);
 
 	for (cpu = 0; cpu <= max_cpu; cpu++) {
-		uint64_t ts = START_NS, last = 0;
+		uint64_t ts = START_NS;
 
 		for (i = 0, k = 0; i < n; i++) {
 			ts += sw[i].dt;
 			if (sw[i].cpu != cpu)
 				continue;
-			while (k < d->nev && d->ev[k].cpu != cpu)
+			while (k < sc->n && sc->ev[k].cpu != cpu)
 				k++;
-			if (k == d->nev) {
+			if (k == sc->n) {
 				CHECK(0, "%s: cpu %u: input event %zu missing", what, cpu, i);
 				break;
 			}
-			e = &d->ev[k++];
-			CHECK(e->ts >= last, "%s: cpu %u: time goes back at %zu", what, cpu, i);
-			last = e->ts;
+			e = &sc->ev[k++];
 			if (event_matches(e, &sw[i], ts))
 				matched++;
 			else
-				CHECK(0, "%s: cpu %u event %zu: ts %" PRIu64 " (want %" PRIu64
-				      ") %s -> %s", what, cpu, i, e->ts, ts, e->prev_comm,
-				      e->next_comm);
+				CHECK(0, "%s: cpu %u event %zu: ts %" PRIu64 " (want %" PRIu64 ") %s -> %s", what, cpu, i,
+				      e->ts, ts, e->prev_comm ? e->prev_comm : "?", e->next_comm ? e->next_comm : "?");
 		}
 	}
 	CHECK(matched == n, "%s: %zu of %zu events match the input", what, matched, n);
@@ -874,10 +785,10 @@ static void check_events(const struct decoded *d, const struct sw *sw, size_t n,
 static void check_scene(const struct decoded *d)
 {
 	size_t i, preempts = 0;
-	const struct ev *e;
+	const struct pd_sched_ev *e;
 
-	for (i = 0; i < d->nev; i++) {
-		e = &d->ev[i];
+	for (i = 0; i < d->sched.n; i++) {
+		e = &d->sched.ev[i];
 		if (e->prev_pid == 200)
 			CHECK(e->prev_state == 1 && e->prev_prio == 49, "hog sleeps (S)");
 		if (e->prev_pid == 101 && e->ts == START_NS + 12000)
@@ -912,10 +823,14 @@ static void test_scene(const char *proto_dir)
 	if (r == 0) {
 		check_metadata(&d, "scene");
 		check_events(&d, scene, SCENE_N, "scene");
-		CHECK(d.bundles == 2, "scene: %zu bundles, want one per CPU", d.bundles);
+		CHECK(d.sched.bundles == 2, "scene: %zu bundles, want one per CPU", d.sched.bundles);
 		check_scene(&d);
-		printf("scene: %ld bytes, %zu packets, %zu bundles, %zu sched_switch\n", size,
-		       d.packets, d.bundles, d.nev);
+		/* swapper/1 -> acl_thread, acl_thread -> hog, hog -> acl_thread, ...: the chain holds
+		 * after each CPU's first switch */
+		CHECK(d.sched.compact_switches == SCENE_N - 2, "scene: %zu compact switches, want %zu",
+		      d.sched.compact_switches, SCENE_N - 2);
+		printf("scene: %ld bytes, %zu packets, %zu bundles, %zu sched_switch (%zu compact)\n", size,
+		       d.packets, d.sched.bundles, d.sched.n, d.sched.compact_switches);
 	}
 	decoded_free(&d);
 	unlink(path);
@@ -939,7 +854,7 @@ static void test_empty(const char *proto_dir)
 		CHECK(r == 0, "empty %d: decode", pass);
 		if (r == 0) {
 			check_metadata(&d, pass ? "empty table" : "no table");
-			CHECK(d.nev == 0 && d.bundles == 0, "empty %d: %zu events", pass, d.nev);
+			CHECK(d.sched.n == 0 && d.sched.bundles == 0, "empty %d: %zu events", pass, d.sched.n);
 			/* ClockSnapshot, SystemInfo, ProcessTree */
 			CHECK(d.packets == 3, "empty %d: %zu packets, want 3", pass, d.packets);
 		}
@@ -981,9 +896,9 @@ static void test_large(const char *proto_dir)
 	if (r == 0) {
 		CHECK(d.unknown_fields == 0 && d.packets_with_seq == d.packets, "large: packets");
 		check_events(&d, sw, n, "large");
-		CHECK(d.bundles >= n / BUNDLE_MAX, "large: %zu bundles", d.bundles);
-		printf("large: %ld bytes, %zu packets, %zu bundles, %zu sched_switch\n", size,
-		       d.packets, d.bundles, d.nev);
+		CHECK(d.sched.bundles >= n / BUNDLE_MAX, "large: %zu bundles", d.sched.bundles);
+		printf("large: %ld bytes, %zu packets, %zu bundles, %zu sched_switch (%zu compact)\n", size,
+		       d.packets, d.sched.bundles, d.sched.n, d.sched.compact_switches);
 	}
 	decoded_free(&d);
 	unlink(path);
@@ -1071,161 +986,6 @@ static void test_streaming(void)
 #define MS UINT64_C(1000000)
 #define US UINT64_C(1000)
 
-/* protoc's text output as a tree: a message has children, a field a value. */
-struct node {
-	char *name, *value; /* value: NULL for a message; a string without its quotes */
-	struct node *child, *last, *next;
-};
-
-static void *xstrdup(const char *s)
-{
-	char *p = strdup(s);
-
-	if (!p) {
-		fprintf(stderr, "out of memory\n");
-		exit(1);
-	}
-	return p;
-}
-
-static struct node *node_add(struct node *parent, const char *name, const char *value)
-{
-	struct node *n = xcalloc(1, sizeof(*n));
-
-	n->name = xstrdup(name);
-	if (value) {
-		size_t len = strlen(value);
-
-		n->value = xstrdup(value);
-		if (len >= 2 && value[0] == '"' && value[len - 1] == '"') {
-			memmove(n->value, n->value + 1, len - 2);
-			n->value[len - 2] = '\0';
-		}
-	}
-	if (parent->last)
-		parent->last->next = n;
-	else
-		parent->child = n;
-	parent->last = n;
-	return n;
-}
-
-static void tree_free(struct node *n)
-{
-	while (n) {
-		struct node *next = n->next;
-
-		tree_free(n->child);
-		free(n->name);
-		free(n->value);
-		free(n);
-		n = next;
-	}
-}
-
-/* NULL when the text does not nest right. */
-static struct node *tree_parse(const char *text)
-{
-	struct node *root = xcalloc(1, sizeof(*root)), *stack[32];
-	const char *p = text;
-	size_t depth = 0;
-
-	root->name = xstrdup("");
-	stack[0] = root;
-	while (*p) {
-		const char *eol = strchr(p, '\n');
-		size_t len = eol ? (size_t)(eol - p) : strlen(p);
-		char *line = xcalloc(len + 1, 1), *s = line, *colon;
-
-		memcpy(line, p, len);
-		p += len + (eol ? 1 : 0);
-		while (*s == ' ')
-			s++;
-		if (!*s) {
-			free(line);
-			continue;
-		}
-		len = strlen(s);
-		if (len >= 2 && !strcmp(s + len - 2, " {") && depth + 1 < ARRAY_SIZE(stack)) {
-			s[len - 2] = '\0';
-			stack[depth + 1] = node_add(stack[depth], s, NULL);
-			depth++;
-		} else if (!strcmp(s, "}") && depth > 0) {
-			depth--;
-		} else if ((colon = strstr(s, ": "))) {
-			*colon = '\0';
-			node_add(stack[depth], s, colon + 2);
-		} else {
-			free(line);
-			tree_free(root);
-			return NULL;
-		}
-		free(line);
-	}
-	if (depth) {
-		tree_free(root);
-		return NULL;
-	}
-	return root;
-}
-
-static const struct node *child_named(const struct node *n, const char *name)
-{
-	for (n = n ? n->child : NULL; n; n = n->next)
-		if (!strcmp(n->name, name))
-			return n;
-	return NULL;
-}
-
-/* The value at a dotted path of first children ("sched_switch.prev_pid"); NULL if none. */
-static const char *value_at(const struct node *n, const char *path)
-{
-	char buf[128], *part, *save = NULL;
-
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (part = strtok_r(buf, ".", &save); part && n; part = strtok_r(NULL, ".", &save))
-		n = child_named(n, part);
-	return n ? n->value : NULL;
-}
-
-static uint64_t u64_at(const struct node *n, const char *path)
-{
-	const char *v = value_at(n, path);
-
-	return v ? strtoull(v, NULL, 0) : UINT64_MAX;
-}
-
-static int64_t i64_at(const struct node *n, const char *path)
-{
-	const char *v = value_at(n, path);
-
-	return v ? strtoll(v, NULL, 0) : INT64_MIN;
-}
-
-static bool str_is(const struct node *n, const char *path, const char *want)
-{
-	const char *v = value_at(n, path);
-
-	return v && !strcmp(v, want);
-}
-
-/* The value of TrackEvent debug annotation `name` (uint, int or string), or NULL. */
-static const char *annotation(const struct node *te, const char *name)
-{
-	const struct node *a;
-
-	for (a = te ? te->child : NULL; a; a = a->next) {
-		const struct node *v;
-
-		if (strcmp(a->name, "debug_annotations") || !str_is(a, "name", name))
-			continue;
-		for (v = a->child; v; v = v->next)
-			if (strcmp(v->name, "name"))
-				return v->value;
-	}
-	return NULL;
-}
-
 /* protoc's C escapes (\NNN octal, \", \\, \n...) back to bytes; returns the length. */
 static size_t unescape(const char *s, uint8_t *out, size_t max)
 {
@@ -1256,16 +1016,16 @@ static size_t unescape(const char *s, uint8_t *out, size_t max)
 /* The interned tables of the profile sequence, by iid. */
 struct interned {
 	const char *fname[MAX_IID], *path[MAX_IID], *build_id[MAX_IID];
-	const struct node *frame[MAX_IID], *callstack[MAX_IID], *mapping[MAX_IID];
+	const struct pd_node *frame[MAX_IID], *callstack[MAX_IID], *mapping[MAX_IID];
 	size_t redefined, out_of_range;
 };
 
-static void intern_table(struct interned *in, const struct node *data)
+static void intern_table(struct interned *in, const struct pd_node *data)
 {
-	const struct node *e;
+	const struct pd_node *e;
 
 	for (e = data->child; e; e = e->next) {
-		uint64_t iid = u64_at(e, "iid");
+		uint64_t iid = pd_u64(e, "iid");
 		const void **slot = NULL;
 
 		if (iid == 0 || iid >= MAX_IID) {
@@ -1289,7 +1049,7 @@ static void intern_table(struct interned *in, const struct node *data)
 		if (*slot)
 			in->redefined++;
 		*slot = strstr(e->name, "names") || strstr(e->name, "paths") || strstr(e->name, "ids") ?
-				(const void *)value_at(e, "str") :
+				(const void *)pd_value(e, "str") :
 				(const void *)e;
 	}
 }
@@ -1297,12 +1057,12 @@ static void intern_table(struct interned *in, const struct node *data)
 /* A callstack as "root;...;leaf" (unresolved frames: mapping file name+0xrel_pc); "" if broken. */
 static void resolve_callstack(const struct interned *in, uint64_t iid, char *buf, size_t len)
 {
-	const struct node *cs = iid < MAX_IID ? in->callstack[iid] : NULL, *f;
+	const struct pd_node *cs = iid < MAX_IID ? in->callstack[iid] : NULL, *f;
 	size_t used = 0;
 
 	buf[0] = '\0';
 	for (f = cs ? cs->child : NULL; f; f = f->next) {
-		const struct node *fr;
+		const struct pd_node *fr;
 		uint64_t fid, fn, map;
 		char name[256];
 
@@ -1314,17 +1074,17 @@ static void resolve_callstack(const struct interned *in, uint64_t iid, char *buf
 			buf[0] = '\0';
 			return;
 		}
-		fn = u64_at(fr, "function_name_id");
-		map = u64_at(fr, "mapping_id");
+		fn = pd_u64(fr, "function_name_id");
+		map = pd_u64(fr, "mapping_id");
 		if (fn < MAX_IID && in->fname[fn]) {
 			snprintf(name, sizeof(name), "%s", in->fname[fn]);
 		} else if (map < MAX_IID && in->mapping[map]) {
-			uint64_t path = u64_at(in->mapping[map], "path_string_ids");
+			uint64_t path = pd_u64(in->mapping[map], "path_string_ids");
 			const char *file = path < MAX_IID && in->path[path] ? in->path[path] : "?";
 			const char *slash = strrchr(file, '/');
 
 			snprintf(name, sizeof(name), "%s+0x%" PRIx64, slash ? slash + 1 : file,
-				 u64_at(fr, "rel_pc"));
+				 pd_u64(fr, "rel_pc"));
 		} else {
 			buf[0] = '\0';
 			return;
@@ -1343,17 +1103,17 @@ static void frame_build_id(const struct interned *in, const char *fn, char *hex,
 
 	hex[0] = '\0';
 	for (i = 1; i < MAX_IID; i++) {
-		const struct node *fr = in->frame[i], *mp;
+		const struct pd_node *fr = in->frame[i], *mp;
 		uint64_t f, m, b;
 
 		if (!fr)
 			continue;
-		f = u64_at(fr, "function_name_id");
+		f = pd_u64(fr, "function_name_id");
 		if (f >= MAX_IID || !in->fname[f] || strcmp(in->fname[f], fn))
 			continue;
-		m = u64_at(fr, "mapping_id");
+		m = pd_u64(fr, "mapping_id");
 		mp = m < MAX_IID ? in->mapping[m] : NULL;
-		b = mp ? u64_at(mp, "build_id") : UINT64_MAX;
+		b = mp ? pd_u64(mp, "build_id") : UINT64_MAX;
 		if (b >= MAX_IID || !in->build_id[b])
 			return;
 		n = unescape(in->build_id[b], raw, sizeof(raw));
@@ -1363,24 +1123,17 @@ static void frame_build_id(const struct interned *in, const char *fn, char *hex,
 	}
 }
 
-/* A TrackEvent of the trace, and the slices trace_processor will make of them. */
-struct tev {
-	uint64_t ts, uuid;
-	size_t order;
-	const char *type, *name;
-	const struct node *te;
-};
-
+/* The slices trace_processor will make of the track events. */
 struct slice {
 	uint64_t uuid, start, end;
 	int depth;
-	const char *name;
-	const struct node *te; /* the BEGIN's, or the instant's */
+	const char *name, *category;
+	const struct pd_tev *ev; /* the BEGIN, or the instant */
 };
 
 static int cmp_tev(const void *a, const void *b)
 {
-	const struct tev *x = a, *y = b;
+	const struct pd_tev *x = *(const struct pd_tev *const *)a, *y = *(const struct pd_tev *const *)b;
 
 	if (x->ts != y->ts)
 		return x->ts < y->ts ? -1 : 1;
@@ -1392,43 +1145,47 @@ static int cmp_tev(const void *a, const void *b)
  * equal times), an END closes the innermost open slice of its track. Instants are slices
  * of length 0.
  */
-static size_t make_slices(struct tev *ev, size_t n, struct slice *out, size_t max, size_t *ret_unmatched)
+static size_t make_slices(const struct pd_tracks *tr, struct slice *out, size_t max, size_t *ret_unmatched)
 {
 	struct {
 		uint64_t uuid;
 		size_t depth, open[16];
 	} tracks[16];
-	size_t i, k, ntracks = 0, nslices = 0, unmatched = 0;
+	const struct pd_tev **ev = xcalloc(tr->n, sizeof(*ev));
+	size_t i, k, ntracks = 0, nslices = 0, unmatched = 0, n = tr->n;
 
+	for (i = 0; i < n; i++)
+		ev[i] = &tr->ev[i];
 	qsort(ev, n, sizeof(*ev), cmp_tev);
 	for (i = 0; i < n; i++) {
-		for (k = 0; k < ntracks && tracks[k].uuid != ev[i].uuid; k++)
+		for (k = 0; k < ntracks && tracks[k].uuid != ev[i]->uuid; k++)
 			;
 		if (k == ntracks) {
 			if (ntracks == ARRAY_SIZE(tracks) || nslices == max)
 				break;
-			tracks[ntracks].uuid = ev[i].uuid;
+			tracks[ntracks].uuid = ev[i]->uuid;
 			tracks[ntracks++].depth = 0;
 		}
-		if (!strcmp(ev[i].type, "TYPE_SLICE_END")) {
+		if (!strcmp(ev[i]->type, "TYPE_SLICE_END")) {
 			if (tracks[k].depth == 0) {
 				unmatched++;
 				continue;
 			}
-			out[tracks[k].open[--tracks[k].depth]].end = ev[i].ts;
+			out[tracks[k].open[--tracks[k].depth]].end = ev[i]->ts;
 			continue;
 		}
 		if (nslices == max || tracks[k].depth == ARRAY_SIZE(tracks[k].open))
 			break;
-		out[nslices] = (struct slice){ .uuid = ev[i].uuid, .start = ev[i].ts, .end = ev[i].ts,
-					       .depth = (int)tracks[k].depth, .name = ev[i].name,
-					       .te = ev[i].te };
-		if (!strcmp(ev[i].type, "TYPE_SLICE_BEGIN"))
+		out[nslices] = (struct slice){ .uuid = ev[i]->uuid, .start = ev[i]->ts, .end = ev[i]->ts,
+					       .depth = (int)tracks[k].depth, .name = ev[i]->name,
+					       .category = ev[i]->category, .ev = ev[i] };
+		if (!strcmp(ev[i]->type, "TYPE_SLICE_BEGIN"))
 			tracks[k].open[tracks[k].depth++] = nslices;
 		nslices++;
 	}
 	for (k = 0; k < ntracks; k++)
 		unmatched += tracks[k].depth;
+	free(ev);
 	*ret_unmatched = unmatched;
 	return nslices;
 }
@@ -1443,9 +1200,16 @@ static const struct slice *find_slice(const struct slice *s, size_t n, uint64_t 
 	return NULL;
 }
 
-static bool annotation_is(const struct node *te, const char *name, const char *want)
+static const struct pd_tracks *fixture_tracks; /* what annotation() reads */
+
+static const char *annotation(const struct slice *sl, const char *name)
 {
-	const char *v = annotation(te, name);
+	return pd_annotation(fixture_tracks, sl->ev, name);
+}
+
+static bool annotation_is(const struct slice *sl, const char *name, const char *want)
+{
+	const char *v = annotation(sl, name);
 
 	return v && !strcmp(v, want);
 }
@@ -1460,29 +1224,29 @@ struct want_irq {
 };
 
 /* Whether ev is one of the IRQ events in want (counted there), else false. */
-static bool match_irq(const struct node *ev, uint64_t cpu, struct want_irq *want, size_t n)
+static bool match_irq(const struct pd_node *ev, uint64_t cpu, struct want_irq *want, size_t n)
 {
 	const char *events[] = { "irq_handler_entry", "irq_handler_exit", "softirq_entry", "softirq_exit" };
-	const struct node *irq = NULL;
+	const struct pd_node *irq = NULL;
 	char path[64];
 	size_t i, k;
 
 	for (k = 0; k < ARRAY_SIZE(events) && !irq; k++)
-		irq = child_named(ev, events[k]);
+		irq = pd_child(ev, events[k]);
 	if (!irq)
 		return false;
 	for (i = 0; i < n; i++) {
 		bool hard = !strncmp(want[i].event, "irq_", 4);
 
-		if (strcmp(irq->name, want[i].event) || cpu != 1 || u64_at(ev, "timestamp") != want[i].ts ||
-		    u64_at(ev, "pid") != want[i].pid)
+		if (strcmp(irq->name, want[i].event) || cpu != 1 || pd_u64(ev, "timestamp") != want[i].ts ||
+		    pd_u64(ev, "pid") != want[i].pid)
 			continue;
 		snprintf(path, sizeof(path), "%s.%s", want[i].event, hard ? "irq" : "vec");
-		if (i64_at(ev, path) != want[i].num)
+		if (pd_i64(ev, path) != want[i].num)
 			continue;
-		if (!strcmp(want[i].event, "irq_handler_entry") && !str_is(irq, "name", "virtio3-rx"))
+		if (!strcmp(want[i].event, "irq_handler_entry") && !pd_str_is(irq, "name", "virtio3-rx"))
 			continue;
-		if (!strcmp(want[i].event, "irq_handler_exit") && i64_at(irq, "ret") != 1)
+		if (!strcmp(want[i].event, "irq_handler_exit") && pd_i64(irq, "ret") != 1)
 			continue;
 		want[i].seen++;
 		break;
@@ -1490,7 +1254,7 @@ static bool match_irq(const struct node *ev, uint64_t cpu, struct want_irq *want
 	return true;
 }
 
-static void check_fixture_sched(const struct node *root)
+static void check_fixture_sched(const struct pd_node *root)
 {
 	struct want_irq irqs[] = {
 		{ T0 + 200 * MS - 10 * US, "irq_handler_entry", 41, 101, 0 },
@@ -1505,54 +1269,46 @@ static void check_fixture_sched(const struct node *root)
 		{ T0 + 910 * MS, "softirq_entry", 3, UINT64_MAX, 0 },
 		{ T0 + 910 * MS + 300 * US, "softirq_exit", 3, UINT64_MAX, 0 },
 	};
-	const struct node *pk, *b, *ev;
-	size_t switches = 0, wakings = 0, preempts = 0, disorder = 0, nirq = 0, irq_ok = 0, i;
+	struct pd_sched sc;
+	size_t switches = 0, wakings = 0, preempts = 0, nirq = 0, irq_ok = 0, i;
 	uint64_t preempt_ts[3] = { 0 };
 	bool writer_wakes_loader = false, trainer_wakes_acl = false;
 
-	for (pk = root->child; pk; pk = pk->next) {
-		uint64_t cpu, last = 0;
+	pd_read_sched(root, &sc);
+	for (i = 0; i < sc.n; i++) {
+		const struct pd_sched_ev *e = &sc.ev[i];
 
-		b = child_named(pk, "ftrace_events");
-		if (!b)
-			continue;
-		cpu = u64_at(b, "cpu");
-		for (ev = b->child; ev; ev = ev->next) {
-			uint64_t ts = u64_at(ev, "timestamp");
-
-			if (strcmp(ev->name, "event"))
-				continue;
-			disorder += ts < last;
-			last = ts;
-			if (match_irq(ev, cpu, irqs, ARRAY_SIZE(irqs))) {
-				nirq++;
-			} else if (child_named(ev, "sched_switch")) {
-				switches++;
-				if (u64_at(ev, "sched_switch.prev_pid") == 101 && u64_at(ev, "pid") == 101 &&
-				    i64_at(ev, "sched_switch.prev_state") == 0 && str_is(ev, "sched_switch.next_comm", "hog") &&
-				    u64_at(ev, "sched_switch.next_pid") == 200 && i64_at(ev, "sched_switch.next_prio") == 49 &&
-				    cpu == 1) {
-					if (preempts < 3)
-						preempt_ts[preempts] = ts;
-					preempts++;
-				}
-			} else if (child_named(ev, "sched_waking")) {
-				wakings++;
-				if (cpu == 1 && ts == T0 + 450 * MS - 10 * US && u64_at(ev, "pid") == 103 &&
-				    str_is(ev, "sched_waking.comm", "dataloader") && u64_at(ev, "sched_waking.pid") == 102 &&
-				    i64_at(ev, "sched_waking.prio") == 120 && i64_at(ev, "sched_waking.success") == 1 &&
-				    i64_at(ev, "sched_waking.target_cpu") == 0)
-					writer_wakes_loader = true;
-				if (cpu == 0 && ts == T0 + 5 * MS && u64_at(ev, "pid") == 100 &&
-				    str_is(ev, "sched_waking.comm", "acl_thread") && u64_at(ev, "sched_waking.pid") == 101 &&
-				    i64_at(ev, "sched_waking.target_cpu") == 1)
-					trainer_wakes_acl = true;
+		if (e->kind == PD_IRQ) {
+			nirq += match_irq(e->node, e->cpu, irqs, ARRAY_SIZE(irqs));
+		} else if (e->kind == PD_SWITCH) {
+			switches++;
+			if (e->prev_pid == 101 && e->pid == 101 && e->prev_state == 0 && e->next_comm &&
+			    !strcmp(e->next_comm, "hog") && e->next_pid == 200 && e->next_prio == 49 && e->cpu == 1) {
+				if (preempts < 3)
+					preempt_ts[preempts] = e->ts;
+				preempts++;
 			}
+		} else {
+			wakings++;
+			if (e->cpu == 1 && e->ts == T0 + 450 * MS - 10 * US && e->pid == 103 && !strcmp(e->comm, "dataloader") &&
+			    e->woken == 102 && e->prio == 120 && e->success == 1 && e->target_cpu == 0)
+				writer_wakes_loader = true;
+			if (e->cpu == 0 && e->ts == T0 + 5 * MS && e->pid == 100 && !strcmp(e->comm, "acl_thread") &&
+			    e->woken == 101 && e->target_cpu == 1)
+				trainer_wakes_acl = true;
 		}
 	}
+	CHECK(sc.disorder == 0 && sc.bad_columns == 0 && sc.dropped == 0,
+	      "fixture: %zu events out of time order, %zu bad compact columns, %zu compact events a reader drops",
+	      sc.disorder, sc.bad_columns, sc.dropped);
+	/* the first switch of each CPU is full: a reader cannot know what ran before it. Both
+	 * wakers run on CPUs whose recorded switches never put them there: full wakings. */
+	CHECK(sc.compact_switches == 11 && sc.full_switches == 2 && sc.full_wakings == 2,
+	      "fixture: %zu compact and %zu full switches, %zu full wakings", sc.compact_switches,
+	      sc.full_switches, sc.full_wakings);
+	pd_sched_free(&sc);
 	CHECK(switches == 13 && wakings == 2, "fixture: %zu sched_switch, %zu sched_waking, want 13 and 2", switches,
 	      wakings);
-	CHECK(disorder == 0, "fixture: %zu events out of time order in their bundle", disorder);
 	CHECK(preempts == 3 && preempt_ts[0] == T0 + 100 * MS && preempt_ts[1] == T0 + 500 * MS &&
 		      preempt_ts[2] == T0 + 900 * MS,
 	      "fixture: %zu preemptions of acl_thread by hog at %" PRIu64 ", %" PRIu64 ", %" PRIu64, preempts,
@@ -1568,53 +1324,62 @@ static void check_fixture_sched(const struct node *root)
 	      irq_ok, ARRAY_SIZE(irqs));
 }
 
-static void check_fixture_tracks(const struct node *root)
+static void check_fixture_tracks(const struct pd_node *root)
 {
 	const uint64_t acl = UINT64_C(0x4850000000000000) | 101, loader = UINT64_C(0x4850000000000000) | 102;
 	const uint64_t loader_faults = UINT64_C(0x4850200000000000) | 102;
-	struct tev ev[64];
 	struct slice sl[64];
 	const struct slice *read, *off, *futex, *ioctl, *mig, *mark, *memcg, *compact, *mmap, *spin, *f1, *f2;
-	size_t nev = 0, nsl, unmatched, described_acl = 0, described_loader = 0, described_faults = 0, early = 0;
-	const struct node *pk, *te, *td;
+	size_t nsl, unmatched, described_acl = 0, described_loader = 0, described_faults = 0, early = 0, i, order = 0;
+	size_t acl_at = SIZE_MAX, loader_at = SIZE_MAX, faults_at = SIZE_MAX;
+	const struct pd_node *pk, *td;
+	struct pd_tracks tr;
 
-	for (pk = root->child; pk; pk = pk->next) {
-		td = child_named(pk, "track_descriptor");
-		if (td) {
-			if (u64_at(td, "uuid") == acl && u64_at(td, "thread.pid") == 100 &&
-			    u64_at(td, "thread.tid") == 101 && str_is(td, "thread.thread_name", "acl_thread"))
-				described_acl++;
-			if (u64_at(td, "uuid") == loader && u64_at(td, "thread.pid") == 100 &&
-			    u64_at(td, "thread.tid") == 102 && str_is(td, "thread.thread_name", "dataloader"))
-				described_loader++;
-			/* a child of dataloader's track, after it */
-			if (u64_at(td, "uuid") == loader_faults && u64_at(td, "parent_uuid") == loader &&
-			    str_is(td, "name", "page faults") && !child_named(td, "thread") && described_loader)
-				described_faults++;
-		}
-		te = child_named(pk, "track_event");
-		if (!te || nev == ARRAY_SIZE(ev))
+	for (pk = root->child; pk; pk = pk->next, order++) {
+		td = pd_child(pk, "track_descriptor");
+		if (!td)
 			continue;
-		if ((u64_at(te, "track_uuid") == acl && !described_acl) ||
-		    (u64_at(te, "track_uuid") == loader && !described_loader) ||
-		    (u64_at(te, "track_uuid") == loader_faults && !described_faults))
+		if (pd_u64(td, "uuid") == acl && pd_u64(td, "thread.pid") == 100 && pd_u64(td, "thread.tid") == 101 &&
+		    pd_str_is(td, "thread.thread_name", "acl_thread")) {
+			described_acl++;
+			acl_at = order;
+		}
+		if (pd_u64(td, "uuid") == loader && pd_u64(td, "thread.pid") == 100 && pd_u64(td, "thread.tid") == 102 &&
+		    pd_str_is(td, "thread.thread_name", "dataloader")) {
+			described_loader++;
+			loader_at = order;
+		}
+		/* a child of dataloader's track, after it */
+		if (pd_u64(td, "uuid") == loader_faults && pd_u64(td, "parent_uuid") == loader &&
+		    pd_str_is(td, "name", "page faults") && !pd_child(td, "thread") && described_loader) {
+			described_faults++;
+			faults_at = order;
+		}
+	}
+	pd_read_tracks(root, &tr);
+	fixture_tracks = &tr;
+	CHECK(tr.redefined == 0 && tr.unresolved == 0 && tr.before_cleared == 0,
+	      "fixture: %zu interned entries redefined, %zu names or times unresolved, %zu before the state was "
+	      "cleared",
+	      tr.redefined, tr.unresolved, tr.before_cleared);
+	for (i = 0; i < tr.n; i++) {
+		const struct pd_tev *e = &tr.ev[i];
+
+		if ((e->uuid == acl && e->order < acl_at) || (e->uuid == loader && e->order < loader_at) ||
+		    (e->uuid == loader_faults && e->order < faults_at))
 			early++;
-		CHECK(value_at(pk, "sequence_flags") == NULL, "fixture: a track event needs incremental state");
-		ev[nev] = (struct tev){ .ts = u64_at(pk, "timestamp"), .uuid = u64_at(te, "track_uuid"), .order = nev,
-					.type = value_at(te, "type"), .name = value_at(te, "name"), .te = te };
-		if (!ev[nev].type) {
-			CHECK(0, "fixture: a track event without a type");
-			continue;
-		}
-		nev++;
+		/* interned entries come with the packet that first uses them: no packet needs more */
+		CHECK(pd_value(e->packet, "sequence_flags") == NULL, "fixture: a track event needs incremental state");
+		CHECK(e->type, "fixture: a track event without a type");
+		CHECK(e->name || !strcmp(e->type, "TYPE_SLICE_END"), "fixture: a track event without a name");
 	}
 	CHECK(described_acl == 1 && described_loader == 1 && described_faults == 1,
 	      "fixture: thread tracks described %zu and %zu times, dataloader's page-fault track %zu times", described_acl,
 	      described_loader, described_faults);
 	CHECK(early == 0, "fixture: %zu track events before their track's descriptor", early);
 
-	nsl = make_slices(ev, nev, sl, ARRAY_SIZE(sl), &unmatched);
-	CHECK(nev == 22 && nsl == 12 && unmatched == 0, "fixture: %zu track events, %zu slices, %zu unmatched", nev,
+	nsl = make_slices(&tr, sl, ARRAY_SIZE(sl), &unmatched);
+	CHECK(tr.n == 22 && nsl == 12 && unmatched == 0, "fixture: %zu track events, %zu slices, %zu unmatched", tr.n,
 	      nsl, unmatched);
 
 	read = find_slice(sl, nsl, loader, "read");
@@ -1622,111 +1387,117 @@ static void check_fixture_tracks(const struct node *root)
 		      read->depth == 0,
 	      "fixture: the read slice on dataloader's track");
 	if (read) {
-		CHECK(str_is(read->te, "categories", "syscall"), "fixture: read category");
-		CHECK(annotation_is(read->te, "arg0", "7") && annotation_is(read->te, "arg1", "139637976731648") &&
-			      annotation_is(read->te, "arg2", "4096") && annotation_is(read->te, "ret", "4096") &&
-			      annotation_is(read->te, "duration_ns", "50012000") &&
-			      annotation_is(read->te, "nr", "0"),
+		CHECK((read->category && !strcmp(read->category, "syscall")), "fixture: read category");
+		CHECK(annotation_is(read, "arg0", "7") && annotation_is(read, "arg1", "139637976731648") &&
+			      annotation_is(read, "arg2", "4096") && annotation_is(read, "ret", "4096") &&
+			      annotation_is(read, "duration_ns", "50012000") &&
+			      annotation_is(read, "nr", "0"),
 		      "fixture: read's args");
 	}
 	off = find_slice(sl, nsl, loader, "off-cpu S");
 	CHECK(off && off->start == T0 + 400 * MS && off->end == T0 + 450 * MS && off->depth == 1,
 	      "fixture: the off-CPU slice nests in read, 400..450 ms");
 	if (off) {
-		CHECK(annotation_is(off->te, "state", "S") && annotation_is(off->te, "waker_tid", "103") &&
-			      annotation_is(off->te, "waker_comm", "writer") && annotation_is(off->te, "cpu", "0"),
+		CHECK(annotation_is(off, "state", "S") && annotation_is(off, "waker_tid", "103") &&
+			      annotation_is(off, "waker_comm", "writer") && annotation_is(off, "cpu", "0"),
 		      "fixture: off-CPU state and waker");
-		CHECK(annotation_is(off->te, "kernel_stack", "pipe_read <- vfs_read <- ksys_read") &&
-			      annotation_is(off->te, "user_stack", "load_batch <- [unknown]"),
-		      "fixture: off-CPU stacks '%s' / '%s'", annotation(off->te, "kernel_stack"),
-		      annotation(off->te, "user_stack"));
+		CHECK(annotation_is(off, "kernel_stack", "pipe_read <- vfs_read <- ksys_read") &&
+			      annotation_is(off, "user_stack", "load_batch <- [unknown]"),
+		      "fixture: off-CPU stacks '%s' / '%s'", annotation(off, "kernel_stack"),
+		      annotation(off, "user_stack"));
 	}
 	futex = find_slice(sl, nsl, loader, "futex");
 	CHECK(futex && futex->start == T0 + 600 * MS - 2 * US && futex->end == T0 + 603 * MS + 3 * US &&
 		      futex->depth == 0,
 	      "fixture: the futex slice");
 	ioctl = find_slice(sl, nsl, acl, "ioctl");
-	CHECK(ioctl && ioctl->end - ioctl->start == 1500 * US && annotation_is(ioctl->te, "ret", "-11"),
+	CHECK(ioctl && ioctl->end - ioctl->start == 1500 * US && annotation_is(ioctl, "ret", "-11"),
 	      "fixture: the ioctl slice on acl_thread's track");
 	mig = find_slice(sl, nsl, acl, "migrate 0->1");
-	CHECK(mig && mig->start == T0 + 5 * MS && str_is(mig->te, "type", "TYPE_INSTANT") &&
-		      annotation_is(mig->te, "from_cpu", "0") && annotation_is(mig->te, "to_cpu", "1"),
+	CHECK(mig && mig->start == T0 + 5 * MS && !strcmp(mig->ev->type, "TYPE_INSTANT") &&
+		      annotation_is(mig, "from_cpu", "0") && annotation_is(mig, "to_cpu", "1"),
 	      "fixture: the migration instant");
 	mark = find_slice(sl, nsl, acl, "acl_preempt");
-	CHECK(mark && mark->start == T0 + 930 * MS && str_is(mark->te, "type", "TYPE_INSTANT") &&
-		      annotation_is(mark->te, "detail", "acl_thread waited 30.0 ms after hog (pid 200) preempted it"),
+	CHECK(mark && mark->start == T0 + 930 * MS && !strcmp(mark->ev->type, "TYPE_INSTANT") &&
+		      annotation_is(mark, "detail", "acl_thread waited 30.0 ms after hog (pid 200) preempted it"),
 	      "fixture: the marker instant");
 
 	/* interference on the thread tracks */
 	memcg = find_slice(sl, nsl, loader, "memcg reclaim");
 	CHECK(memcg && memcg->start == T0 + 470 * MS && memcg->end == T0 + 482 * MS && memcg->depth == 0 &&
-		      str_is(memcg->te, "categories", "memory") && annotation_is(memcg->te, "order", "0") &&
-		      annotation_is(memcg->te, "gfp", "0xcc0") && annotation_is(memcg->te, "result", "32") &&
-		      annotation_is(memcg->te, "duration_ns", "12000000") && annotation_is(memcg->te, "cpu", "0"),
+		      (memcg->category && !strcmp(memcg->category, "memory")) && annotation_is(memcg, "order", "0") &&
+		      annotation_is(memcg, "gfp", "0xcc0") && annotation_is(memcg, "result", "32") &&
+		      annotation_is(memcg, "duration_ns", "12000000") && annotation_is(memcg, "cpu", "0"),
 	      "fixture: the memcg reclaim slice on dataloader's track");
 	compact = find_slice(sl, nsl, loader, "compaction");
 	CHECK(compact && compact->start == T0 + 700 * MS && compact->end == T0 + 703 * MS && compact->depth == 0 &&
-		      annotation_is(compact->te, "order", "9") && annotation_is(compact->te, "result", "5"),
+		      annotation_is(compact, "order", "9") && annotation_is(compact, "result", "5"),
 	      "fixture: the compaction slice on dataloader's track");
 	mmap = find_slice(sl, nsl, acl, "lock wait: mmap_lock (rwsem read)");
 	CHECK(mmap && mmap->start == T0 + 350 * MS && mmap->end == T0 + 356 * MS && mmap->depth == 0 &&
-		      str_is(mmap->te, "categories", "lock") && annotation_is(mmap->te, "lock", "0xffff888104a3c0e8") &&
-		      annotation_is(mmap->te, "flags", "0x10002") && annotation_is(mmap->te, "ret", "0") &&
-		      annotation_is(mmap->te, "cpu", "1"),
+		      (mmap->category && !strcmp(mmap->category, "lock")) && annotation_is(mmap, "lock", "0xffff888104a3c0e8") &&
+		      annotation_is(mmap, "flags", "0x10002") && annotation_is(mmap, "ret", "0") &&
+		      annotation_is(mmap, "cpu", "1"),
 	      "fixture: the mmap_lock wait on acl_thread's track");
-	CHECK(mmap && annotation_is(mmap->te, "kernel_stack",
+	CHECK(mmap && annotation_is(mmap, "kernel_stack",
 				    "rwsem_down_read_slowpath <- down_read <- lock_mm_and_find_vma <- "
 				    "do_user_addr_fault <- exc_page_fault"),
-	      "fixture: the mmap_lock wait's kernel stack '%s'", mmap ? annotation(mmap->te, "kernel_stack") : "");
+	      "fixture: the mmap_lock wait's kernel stack '%s'", mmap ? annotation(mmap, "kernel_stack") : "");
 	spin = find_slice(sl, nsl, acl, "lock wait: spinlock");
 	CHECK(spin && spin->start == T0 + 700 * MS + 500 * US && spin->end - spin->start == 40 * US &&
 		      spin->depth == 1 && ioctl && spin->start > ioctl->start && spin->end < ioctl->end &&
-		      annotation_is(spin->te, "flags", "0x1") && !annotation(spin->te, "kernel_stack"),
+		      annotation_is(spin, "flags", "0x1") && !annotation(spin, "kernel_stack"),
 	      "fixture: the spinlock wait nests in the ioctl, without a stack");
 	f1 = find_slice(sl, nsl, loader_faults, "page faults: 2000 (10 major)");
 	f2 = find_slice(sl, nsl, loader_faults, "page faults: 300 (0 major)");
 	CHECK(f1 && f1->start == T0 + 450 * MS && f1->end == T0 + 550 * MS && f1->depth == 0 &&
-		      annotation_is(f1->te, "faults", "2000") && annotation_is(f1->te, "write", "1200") &&
-		      annotation_is(f1->te, "exec", "5") && annotation_is(f1->te, "prot", "40") &&
-		      annotation_is(f1->te, "minor", "1990") && annotation_is(f1->te, "major", "10"),
+		      annotation_is(f1, "faults", "2000") && annotation_is(f1, "write", "1200") &&
+		      annotation_is(f1, "exec", "5") && annotation_is(f1, "prot", "40") &&
+		      annotation_is(f1, "minor", "1990") && annotation_is(f1, "major", "10"),
 	      "fixture: dataloader's first page-fault period");
 	CHECK(f2 && f2->start == T0 + 550 * MS && f2->end == T0 + 650 * MS && f2->depth == 0 &&
-		      annotation_is(f2->te, "minor", "300") && annotation_is(f2->te, "major", "0"),
+		      annotation_is(f2, "minor", "300") && annotation_is(f2, "major", "0"),
 	      "fixture: dataloader's second page-fault period follows the first, not nested in it");
+	fixture_tracks = NULL;
+	pd_tracks_free(&tr);
 }
 
-static void check_fixture_samples(const struct node *root)
+static void check_fixture_samples(const struct pd_node *root)
 {
 	struct interned in = { 0 };
-	const struct node *pk, *ps;
+	const struct pd_node *pk, *ps;
 	size_t samples = 0, acl = 0, loader = 0, bad_flags = 0, unresolved = 0, first = 1;
 	char stack[512], hex[160];
 
 	for (pk = root->child; pk; pk = pk->next) {
-		const struct node *data = child_named(pk, "interned_data");
-		uint64_t flags = u64_at(pk, "sequence_flags");
+		const struct pd_node *data = pd_child(pk, "interned_data");
+		uint64_t flags = pd_u64(pk, "sequence_flags");
 
-		ps = child_named(pk, "perf_sample");
-		if (data)
+		bool profile = pd_u64(pk, "trusted_packet_sequence_id") == PROFILE_SEQUENCE_ID;
+
+		ps = pd_child(pk, "perf_sample");
+		if (data && profile)
 			intern_table(&in, data);
 		if (!ps) {
-			CHECK(!data, "fixture: interned data outside the samples");
+			/* the track sequences intern their names; the profile's stacks come with samples */
+			CHECK(!data || !profile, "fixture: interned data outside the samples");
+			CHECK(!data || !pd_child(data, "callstacks"), "fixture: callstacks interned outside the samples");
 			continue;
 		}
 		samples++;
 		/* the first packet of the sequence clears its state, all of them need it */
-		if (u64_at(pk, "trusted_packet_sequence_id") != PROFILE_SEQUENCE_ID ||
+		if (pd_u64(pk, "trusted_packet_sequence_id") != PROFILE_SEQUENCE_ID ||
 		    flags != (first ? 3 : 2))
 			bad_flags++;
 		first = 0;
-		resolve_callstack(&in, u64_at(ps, "callstack_iid"), stack, sizeof(stack));
-		if (!str_is(ps, "cpu_mode", "MODE_USER") || u64_at(ps, "pid") != 100)
+		resolve_callstack(&in, pd_u64(ps, "callstack_iid"), stack, sizeof(stack));
+		if (!pd_str_is(ps, "cpu_mode", "MODE_USER") || pd_u64(ps, "pid") != 100)
 			unresolved++;
-		else if (!strcmp(stack, "main;dispatch_loop;launch_kernel") && u64_at(ps, "tid") == 101 &&
-			 u64_at(ps, "cpu") == 1)
+		else if (!strcmp(stack, "main;dispatch_loop;launch_kernel") && pd_u64(ps, "tid") == 101 &&
+			 pd_u64(ps, "cpu") == 1)
 			acl++;
-		else if (!strcmp(stack, "libfoo.so+0x1234;load_batch;memcpy_avx") && u64_at(ps, "tid") == 102 &&
-			 u64_at(ps, "cpu") == 0)
+		else if (!strcmp(stack, "libfoo.so+0x1234;load_batch;memcpy_avx") && pd_u64(ps, "tid") == 102 &&
+			 pd_u64(ps, "cpu") == 0)
 			loader++;
 		else
 			unresolved++;
@@ -1797,7 +1568,7 @@ static void check_golden(const char *golden, const char *text, size_t len)
 /* The fixture with tables large enough to need many flushes. */
 static void check_fixture_streaming(Hostprof__Snapshot *snap)
 {
-	const size_t n = 20000;
+	const size_t n = 30000;
 	Hostprof__SyscallTable sc = HOSTPROF__SYSCALL_TABLE__INIT, *saved_sc = snap->syscalls;
 	Hostprof__SampleTable smp = HOSTPROF__SAMPLE_TABLE__INIT, *saved_smp = snap->samples;
 	struct sink k = { 0 };
@@ -1874,8 +1645,7 @@ static void check_fixture_irq_order(const char *proto_dir, Hostprof__Snapshot *s
 {
 	const size_t n = 3000;
 	Hostprof__IrqTable t = HOSTPROF__IRQ_TABLE__INIT, *saved = snap->irqs;
-	uint64_t last[2] = { 0, 0 };
-	size_t i, want = 0, disorder = 0;
+	size_t i, want = 0;
 	struct decoded d;
 	char path[4096];
 	long size;
@@ -1908,16 +1678,12 @@ static void check_fixture_irq_order(const char *proto_dir, Hostprof__Snapshot *s
 	r = decode(proto_dir, path, &d);
 	CHECK(r == 0, "fixture with %zu IRQs: decode %s", n, path);
 	unlink(path);
-	for (i = 0; r == 0 && i < d.nev; i++) {
-		uint32_t cpu = d.ev[i].cpu < 2 ? d.ev[i].cpu : 1;
-
-		disorder += d.ev[i].ts < last[cpu];
-		last[cpu] = d.ev[i].ts;
-	}
-	CHECK(r == 0 && d.unknown_fields == 0 && d.nev == 13 + 2 + 2 * want && disorder == 0,
-	      "fixture with %zu IRQs: %zu ftrace events, want %zu; %zu out of order; %zu unknown fields", n, d.nev,
-	      13 + 2 + 2 * want, disorder, d.unknown_fields);
-	printf("fixture with %zu IRQs (%zu written): %ld bytes, %zu bundles\n", n, want, size, d.bundles);
+	/* each CPU's full events, and each of its compact columns, go forward in time */
+	CHECK(r == 0 && d.unknown_fields == 0 && d.sched.n == 13 + 2 + 2 * want && d.sched.disorder == 0 &&
+		      d.sched.bad_columns == 0 && d.sched.dropped == 0,
+	      "fixture with %zu IRQs: %zu ftrace events, want %zu; %zu out of order; %zu unknown fields", n, d.sched.n,
+	      13 + 2 + 2 * want, d.sched.disorder, d.unknown_fields);
+	printf("fixture with %zu IRQs (%zu written): %ld bytes, %zu bundles\n", n, want, size, d.sched.bundles);
 	decoded_free(&d);
 	snap->irqs = saved;
 	free(t.ts_delta);
@@ -2003,7 +1769,7 @@ static void test_fixture(const char *proto_dir, const char *hps)
 	char path[4096], golden[4300], *text = NULL, *slash;
 	Hostprof__Snapshot *snap = NULL;
 	struct decoded d;
-	struct node *root;
+	struct pd_node *root;
 	size_t len;
 	long size;
 	int r;
@@ -2020,7 +1786,7 @@ static void test_fixture(const char *proto_dir, const char *hps)
 
 	r = export_to_file(snap, path, sizeof(path), &size);
 	CHECK(r == 0, "fixture: export %d", r);
-	r = run_protoc(proto_dir, path, &text, &len);
+	r = pd_run_protoc(proto_dir, path, &text, &len);
 	CHECK(r == 0, "fixture: decode %s", path);
 	unlink(path);
 	if (r < 0)
@@ -2032,13 +1798,13 @@ static void test_fixture(const char *proto_dir, const char *hps)
 	      "fixture: %zu packets, %zu with a known sequence id, %zu unknown fields", d.packets,
 	      d.packets_with_seq, d.unknown_fields);
 	decoded_free(&d);
-	root = tree_parse(text);
+	root = pd_tree_parse(text);
 	CHECK(root, "fixture: protoc output does not nest");
 	if (root) {
 		check_fixture_sched(root);
 		check_fixture_tracks(root);
 		check_fixture_samples(root);
-		tree_free(root);
+		pd_tree_free(root);
 	}
 	check_golden(golden, text, len);
 	printf("fixture: %ld bytes, %zu packets\n", size, d.packets);
@@ -2049,17 +1815,6 @@ static void test_fixture(const char *proto_dir, const char *hps)
 out:
 	free(text);
 	hps_free(snap);
-}
-
-static bool have_protoc(void)
-{
-	char q[8192], cmd[8300];
-	int status;
-
-	shell_quote(q, sizeof(q), protoc());
-	snprintf(cmd, sizeof(cmd), "%s --version >/dev/null 2>&1", q);
-	status = system(cmd);
-	return status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
 int main(int argc, char **argv)
@@ -2089,10 +1844,10 @@ int main(int argc, char **argv)
 	if (failures)
 		return 1;
 
-	if (!have_protoc()) {
+	if (!pd_have_protoc()) {
 		printf("SKIP: %s not found: the trace checks need protoc (apt-get install "
 		       "protobuf-compiler)\n",
-		       protoc());
+		       pd_protoc());
 		return 77;
 	}
 	snprintf(proto, sizeof(proto), "%s/perfetto_subset.proto", dir);
