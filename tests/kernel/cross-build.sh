@@ -54,6 +54,6 @@ if [ ! -f "$out/build/build.ninja" ]; then
 	meson setup "$out/build" "$src" --cross-file "$out/cross-arm64.ini" --buildtype=debugoptimized \
 		-Dwerror=true -Dvmlinux_h="$out/vmlinux.h"
 fi
-ninja -C "$out/build" daemon/hostprofd client/hostprofctl tests/test-capture tests/stall tests/hookcost
+ninja -C "$out/build" daemon/hostprofd client/hostprofctl tests/test-capture tests/stall tests/hookcost tests/perfetto-sched
 file=$(readelf -h "$out/build/daemon/hostprofd" | sed -n 's/^ *Machine: *//p')
 [ "$file" = AArch64 ] || { echo "cross-build: hostprofd is built for $file, not AArch64" >&2; exit 1; }

@@ -29,6 +29,7 @@ for a in $(cat /proc/cmdline); do
 done
 export MODEL
 export HOSTPROFD=/hostprof/bin/hostprofd HOSTPROFCTL=/hostprof/bin/hostprofctl STALL=/hostprof/bin/stall
+export PERFETTO_SCHED=/hostprof/bin/perfetto-sched
 export SRCDIR=/hostprof HOOKCOST_NOTE="TCG-emulated (qemu), not a real CPU's cost"
 # TCG runs the kernel's paths some 10-50 times slower than a CPU, its TSC is unstable (the
 # clock is the HPET, read by syscall) and its vCPUs stall for milliseconds on a loaded host:

@@ -120,7 +120,7 @@ model=${model%% *}
 if [ "$arch" = amd64 ]; then
 	fetch busybox-static:amd64
 	bins=(test-capture="$TEST_CAPTURE" stall="$STALL" hostprofd="$HOSTPROFD" hostprofctl="$HOSTPROFCTL"
-		hookcost="$HOOKCOST")
+		hookcost="$HOOKCOST" perfetto-sched="$PERFETTO_SCHED")
 	extra=(/bin/bash=/bin/bash /usr/bin/protoc=/usr/bin/protoc)
 	libdirs=/lib/$triplet:/usr/lib/$triplet
 else
@@ -136,7 +136,7 @@ else
 	}
 	b=$xbuild/build
 	bins=(test-capture=$b/tests/test-capture stall=$b/tests/stall hostprofd=$b/daemon/hostprofd
-		hostprofctl=$b/client/hostprofctl hookcost=$b/tests/hookcost)
+		hostprofctl=$b/client/hostprofctl hookcost=$b/tests/hookcost perfetto-sched=$b/tests/perfetto-sched)
 	r=$kdir/root-arm64
 	extra=(/bin/bash=$r/bin/bash /usr/bin/protoc=$r/usr/bin/protoc)
 	libdirs=$r/usr/lib/$triplet:$r/lib/$triplet:/usr/lib/$triplet:/lib/$triplet
