@@ -40,4 +40,27 @@ static __always_inline __u32 task_cpu_of(struct task_struct *t)
 	return BPF_CORE_READ(tc, cpu);
 }
 
+/*
+ * The syscall a task is in, from the user registers its kernel entry saved (its
+ * task_pt_regs); -1 when it entered the kernel another way (an interrupt, an exception).
+ */
+#define HP_ENOSYS 38
+
+static __always_inline long regs_syscall_nr(struct pt_regs *regs)
+{
+#if defined(__TARGET_ARCH_x86)
+	/* a syscall's entry stores -ENOSYS in ax, where it stays until the call returns; an
+	 * exception's orig_ax is its error code (or -1), an interrupt's the negated vector */
+	long nr = regs->orig_ax;
+
+	if (nr < 0 || regs->ax != (unsigned long)-HP_ENOSYS)
+		return -1;
+	return nr;
+#elif defined(__TARGET_ARCH_arm64)
+	return (int)BPF_CORE_READ(regs, syscallno); /* NO_SYSCALL (-1) outside a syscall */
+#else
+#error "unsupported architecture"
+#endif
+}
+
 #endif /* HOSTPROF_CORE_FIXES_BPF_H */

@@ -30,20 +30,26 @@ static __always_inline void faults_flush(struct task_struct *p, struct task *t, 
 {
 	struct hp_faults *e;
 	__u32 minor, major;
+	__u64 since = t->flt_since;
 	void *ring;
 
-	if (!t->flt_since) {
+	if (!since) {
 		faults_base(p, t, now, btf);
 		return;
 	}
-	if (!force && now - t->flt_since < FLT_PERIOD_NS)
+	/* A sample's program can interrupt one of the thread's own that read `now` earlier
+	 * (its exit, in process context) and start a period after it: that period ends here,
+	 * empty of time. */
+	if ((__s64)(now - since) < 0)
+		now = since;
+	if (!force && now - since < FLT_PERIOD_NS)
 		return;
 	minor = (__u32)TASK_READ(btf, p, min_flt) - t->flt_min0;
 	major = (__u32)TASK_READ(btf, p, maj_flt) - t->flt_maj0;
 	if (minor || major || t->flt_faults) {
-		e = ring_reserve(&ring, sizeof(*e), HP_EV_FAULTS, t->flt_since);
+		e = ring_reserve(&ring, sizeof(*e), HP_EV_FAULTS, since);
 		if (e) {
-			e->dur_ns = now - t->flt_since;
+			e->dur_ns = now - since;
 			e->tid = tid;
 			e->pid = pid;
 			e->faults = t->flt_faults;

@@ -17,11 +17,15 @@
 
 /* The settings, described where they are defined: in hostprof.bpf.c. */
 extern const volatile __u64 wakeup_bytes;
+extern const volatile bool use_task_storage, blocking_ok;
+extern __u32 syscall_mode, watch_gen, epoch, hist_gen;
+extern __u64 ustack_gap_ns, ustack_burst_ns, kstack_reuse_ns;
 extern struct hp_glob globs[HP_MAX_GLOBS];
 extern __u32 nr_globs;
 extern __u64 syscall_min_ns, offcpu_min_ns, irq_min_ns, lock_min_ns;
 extern __u64 cpus_mask[HP_MAX_CPUS / 64];
 extern __u32 cpus_any, intf_mask;
+extern __u32 unwind_bytes, unwind_named;
 extern __u8 watch_filter[HP_FILTER_SIZE];
 
 /*
@@ -52,23 +56,38 @@ extern rings_map rings SEC(".maps");
 
 HP_MAP(watched, BPF_MAP_TYPE_HASH, HP_MAX_WATCHED, __u32, struct hp_watch);
 
-/* Per-thread state of watched tasks (key: tid). */
+/*
+ * Per-thread state of the tasks of watched processes: in task storage (`task_store`,
+ * freed with the task) where the kernel has it and allocates it safely under the
+ * runqueue lock; in the `tasks` hash (key: tid, removed at exit) otherwise, or with
+ * --force-task-hash, and always in the raw_tp programs (their task pointers are untyped).
+ */
 #define TASK_IN_SYSCALL 0x1
 #define TASK_USTACK_PENDING 0x2
 #define TASK_OFF_RUNNABLE 0x4 /* off the CPU preempted, not blocked */
 #define TASK_VICTIM 0x8       /* counted in victims[off_cpu].waiting */
+#define TASK_GIL_TAKE 0x100   /* gil.bpf.h: a take of a CPython GIL is going on (gil_tasks has it) */
+#define TASK_BLK_SYSCALL 0x10 /* syscalls = blocking: it went off the CPU inside syscall sys_nr */
+#define TASK_BLK_USTACK 0x20  /* syscalls = blocking: its stack_cache user stack is that switch-out's */
+#define TASK_BLK_USKIP 0x40   /* syscalls = blocking: no walk at that switch-out (rate limit) */
+
+#define HIST_CACHE 8 /* syscall numbers whose histogram slot a thread remembers (direct-mapped) */
 
 struct task {
 	__u64 off_ts;  /* switched out at */
 	__u64 wake_ts; /* woken at (0: not since it went off) */
-	__u64 sys_ts;  /* in a syscall since */
+	__u64 sys_ts;  /* exact: in a syscall since */
 	__u64 pending_off_ts; /* TASK_USTACK_PENDING: the interval the user stack is for */
 	__u32 sys_nr;
 	__u32 off_state;
 	__u32 waker_tid;
 	__u32 waker_pid;
 	__u32 flags;
-	__u32 off_cpu; /* where it was switched out */
+	__u32 off_cpu;   /* where it was switched out */
+	__u32 watch_gen;      /* task storage: its process was found watched at this watch_gen */
+	__u32 epoch;          /* the state is valid for this epoch of the hooks only */
+	__u32 watch_gen_proc; /* and for this watch of its process (hp_watch.gen) */
+	__u32 pad0;
 	char waker_comm[HP_COMM_LEN];
 	/* page faults since flt_since (0: the counters are not based yet) */
 	__u64 flt_since;
@@ -78,11 +97,72 @@ struct task {
 	__u32 flt_write;
 	__u32 flt_exec;
 	__u32 flt_prot;
+	/* syscalls = blocking: the first arguments of the syscall it blocked in; and the user
+	 * registers its stack_cache user stack was walked at */
+	__u64 blk_args[HP_SYSCALL_ARGS];
+	__u64 u_ip, u_sp;
+	__u64 u_tat;    /* blocking: when its next walk is due (ustack_gap_ns apart, ustack_burst_ns ahead at most) */
+	__u32 u_walked; /* u_ip, u_sp are set */
+	__u32 pad1;
+	__u64 py_tat; /* blocking: when its next Python walk at a switch-out is due (the same rate as u_tat) */
+	/* exact: histogram slots of recent syscall numbers, valid while hist_gen is */
+	__u32 hist_gen;
+	__u16 hist_nr[HIST_CACHE]; /* nr + 1; 0: empty */
+	__u16 hist_slot[HIST_CACHE];
+	__u32 pad;
 };
 
-HP_MAP(tasks, BPF_MAP_TYPE_HASH, HP_MAX_TASKS, __u32, struct task);
+struct task_storage_map {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct task);
+};
+extern struct task_storage_map task_store SEC(".maps");
 
-HP_MAP(syscall_hist, BPF_MAP_TYPE_HASH, 16384, struct hp_hist_key, struct hp_hist);
+HP_MAP(tasks, BPF_MAP_TYPE_HASH, HP_MAX_TASKS, __u32, struct task); /* 1 entry when task_store is used */
+
+/*
+ * A thread's latest stack walks, for its off-CPU intervals (stacks.bpf.h). The user
+ * stack: struct task has the user instruction and stack pointers it was walked at; a
+ * later block with the same two has the same stack (same call site, same frame), and
+ * reuses it. The kernel stack: with the user registers and the syscall it was walked
+ * in; a later block from the same place in the same syscall reuses it for
+ * kstack_reuse_ns after the walk, then walks again (HP_STACK_KREUSED marks a reuse).
+ */
+struct stack_cache {
+	__u16 len; /* user frames */
+	__u16 klen;
+	__u32 stack_flags;  /* HP_STACK_UTRUNC/UFAIL of the user walk */
+	__u32 kstack_flags; /* HP_STACK_KTRUNC/KFAIL of the kernel walk */
+	__s32 k_nr;         /* the syscall it was walked in, -1: none */
+	__u64 k_ip, k_sp;   /* the user registers it was walked at */
+	__u64 k_ts;         /* when (0: never) */
+	__u64 frames[HP_MAX_STACK];
+	__u64 kframes[HP_MAX_STACK];
+};
+
+struct stack_storage_map {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct stack_cache);
+};
+extern struct stack_storage_map stack_store SEC(".maps");
+
+HP_MAP(stack_cache, BPF_MAP_TYPE_HASH, 4096, __u32, struct stack_cache); /* the hash fallback (1 entry otherwise) */
+
+/* syscall histograms (exact): key -> slot, the slots, and the free ones (the daemon
+ * fills the queue, and refills it with the slots of processes it forgets). */
+HP_MAP(hist_index, BPF_MAP_TYPE_HASH, HP_HIST_SLOTS, struct hp_hist_key, __u32);
+HP_MAP(hist_slots, BPF_MAP_TYPE_ARRAY, HP_HIST_SLOTS, __u32, struct hp_hist_slot);
+
+typedef struct {
+	__uint(type, BPF_MAP_TYPE_QUEUE);
+	__uint(max_entries, HP_HIST_SLOTS);
+	__type(value, __u32);
+} hist_free_map;
+extern hist_free_map hist_free SEC(".maps");
 
 HP_MAP(stats, BPF_MAP_TYPE_PERCPU_ARRAY, HP_STAT_MAX, __u32, __u64);
 
@@ -96,6 +176,16 @@ struct scratch {
 };
 
 HP_MAP(scratch, BPF_MAP_TYPE_PERCPU_ARRAY, 1, __u32, struct scratch);
+
+/* A record with a stack copy (ucopy.bpf.h), per CPU: [0] for the perf_event program, [1]
+ * for the tracepoints' (neither interrupts itself; the first may interrupt the second).
+ * Room for a page-sized copy past the record's end, which the copy loop's bounds allow
+ * (the verifier follows its offset, not the length it stops at). */
+struct rawbuf {
+	__u8 buf[HP_MAX_RAW_RECORD + 4096];
+};
+
+HP_MAP(rawbuf, BPF_MAP_TYPE_PERCPU_ARRAY, 2, __u32, struct rawbuf);
 
 /* Per CPU: watched threads preempted on it and waiting to run again, and the process of
  * the latest one. While waiting > 0, every switch on the CPU is recorded. */
@@ -154,6 +244,7 @@ static __always_inline void victim_done(struct task *t)
 }
 
 static const struct task zero_task;
+static const struct stack_cache zero_stack_cache;
 
 static __always_inline void stat_inc(__u32 idx)
 {
@@ -163,11 +254,21 @@ static __always_inline void stat_inc(__u32 idx)
 		*v += 1;
 }
 
+static __always_inline bool filter_says_maybe(__u32 tgid)
+{
+	return tgid && watch_filter[tgid & (HP_FILTER_SIZE - 1)];
+}
+
+static __always_inline struct hp_watch *watch_of(__u32 tgid)
+{
+	if (!filter_says_maybe(tgid))
+		return NULL;
+	return bpf_map_lookup_elem(&watched, &tgid);
+}
+
 static __always_inline bool is_watched(__u32 tgid)
 {
-	if (!tgid || !watch_filter[tgid & (HP_FILTER_SIZE - 1)])
-		return false;
-	return bpf_map_lookup_elem(&watched, &tgid);
+	return watch_of(tgid);
 }
 
 static __always_inline int watch_add(__u32 tgid, struct hp_watch *w)
@@ -215,32 +316,58 @@ static __always_inline void *ring_reserve(void **ret_ring, __u32 size, __u16 typ
 	return hdr;
 }
 
-static __always_inline __u64 wakeup_flags(void *ring)
+/*
+ * Wake the daemon when the data queued on this ring reaches wakeup_bytes: once, at the
+ * record that crosses it (queued holds the record and its header, reserved or about to
+ * be output).
+ * Above it the daemon is awake or about to drain (its epoll sees data until the ring is
+ * empty), below it its 100 ms timer drains: a wakeup at every record above it would cost
+ * an interrupt each (irq_work; in a VM, a self-IPI and an exit: microseconds a record).
+ */
+#define RINGBUF_HDR 8 /* the ring's own header before each record (BPF_RINGBUF_HDR_SZ) */
+
+static __always_inline __u64 wakeup_flags(__u64 queued, __u32 size)
 {
-	return bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+	return queued >= wakeup_bytes && queued - size - RINGBUF_HDR < wakeup_bytes ? BPF_RB_FORCE_WAKEUP
+										 : BPF_RB_NO_WAKEUP;
 }
 
 /* Submit, waking the daemon only once enough has queued up; its timer drains the rest. */
 static __always_inline void ring_submit(void *ring, void *rec)
 {
-	bpf_ringbuf_submit(rec, wakeup_flags(ring));
+	__u32 size = ((struct hp_hdr *)rec)->size;
+
+	bpf_ringbuf_submit(rec, wakeup_flags(bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA), size));
 	stat_inc(HP_STAT_EVENTS);
 }
 
-/* A record built in scratch, copied out at its exact size. */
-static __always_inline void ring_output(void *rec, __u32 size)
+/* The same, waking the daemon at once: a record it acts on (a process the kernel starts watching). */
+static __always_inline void ring_submit_now(void *rec)
+{
+	bpf_ringbuf_submit(rec, BPF_RB_FORCE_WAKEUP);
+	stat_inc(HP_STAT_EVENTS);
+}
+
+/* A record built in scratch (or rawbuf, max HP_MAX_RAW_RECORD), copied out at its exact size. */
+static __always_inline void ring_output_max(void *rec, __u32 size, __u32 max)
 {
 	void *ring = this_ring();
 
 	if (!ring)
 		return;
-	if (size > HP_MAX_RECORD)
+	if (size > max)
 		return;
-	if (bpf_ringbuf_output(ring, rec, size, wakeup_flags(ring))) {
+	if (bpf_ringbuf_output(ring, rec, size,
+			       wakeup_flags(bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) + size + RINGBUF_HDR, size))) {
 		stat_inc(HP_STAT_RING_FULL);
 		return;
 	}
 	stat_inc(HP_STAT_EVENTS);
+}
+
+static __always_inline void ring_output(void *rec, __u32 size)
+{
+	ring_output_max(rec, size, HP_MAX_RECORD);
 }
 
 /* Take a scratch slot for this nesting level; scratch_put() gives it back. */
@@ -292,17 +419,116 @@ static __always_inline __u32 highest_bit(__u32 v)
 	return r;
 }
 
-static __always_inline struct task *task_get(__u32 tid, bool create)
+/* The hash fallback's per-thread state (key: tid). */
+static __always_inline struct task *task_hash_get(__u32 tid)
 {
 	struct task *t = bpf_map_lookup_elem(&tasks, &tid);
 
-	if (t || !create)
+	if (t)
 		return t;
 	if (bpf_map_update_elem(&tasks, &tid, &zero_task, BPF_NOEXIST) && !bpf_map_lookup_elem(&tasks, &tid)) {
 		stat_inc(HP_STAT_TASK_FULL);
 		return NULL;
 	}
 	return bpf_map_lookup_elem(&tasks, &tid);
+}
+
+/*
+ * State written before the hooks were last attached (epoch), or during an earlier watch
+ * of the process (gen), describes intervals nobody timed: start again. Fault counts and
+ * histogram slots stay (they have checks of their own); a victims count it held was
+ * cleared with the map when the epoch changed.
+ */
+static __always_inline void task_check_fresh(struct task *t, const struct hp_watch *w)
+{
+	__u32 gen = w->gen;
+
+	if (t->epoch == epoch && t->watch_gen_proc == gen)
+		return;
+	t->off_ts = 0;
+	t->wake_ts = 0;
+	t->waker_tid = 0;
+	t->waker_pid = 0;
+	t->flags = 0;
+	t->epoch = epoch;
+	t->watch_gen_proc = gen;
+}
+
+/*
+ * The per-thread state of `task` (tgid, tid) if its process is watched. *ret_watched says
+ * whether it is; the state is NULL for a watched task whose state could not be kept
+ * (counted: HP_STAT_TASK_FULL). `btf` (a constant of each program) says whether task is
+ * a BTF pointer, which task storage needs.
+ *
+ * With task storage, a task of a watched process carries the watch_gen at which that was
+ * last checked: while it is current (the daemon moves it on at every unwatch), one
+ * storage lookup answers. Every other task of the machine costs one watch_filter load.
+ */
+static __always_inline struct task *watched_task(struct task_struct *task, __u32 tgid, __u32 tid, bool btf,
+						 bool *ret_watched)
+{
+	struct hp_watch *w;
+	struct task *t;
+
+	*ret_watched = false;
+	if (!filter_says_maybe(tgid))
+		return NULL;
+	if (use_task_storage && btf) {
+		__u32 gen = watch_gen;
+
+		t = bpf_task_storage_get(&task_store, task, NULL, 0);
+		if (t && t->watch_gen == gen) {
+			*ret_watched = true;
+			return t;
+		}
+		w = bpf_map_lookup_elem(&watched, &tgid);
+		if (!w)
+			return NULL;
+		*ret_watched = true;
+		if (!t)
+			t = bpf_task_storage_get(&task_store, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!t) {
+			stat_inc(HP_STAT_TASK_FULL);
+			return NULL;
+		}
+		task_check_fresh(t, w);
+		t->watch_gen = gen;
+		return t;
+	}
+	w = bpf_map_lookup_elem(&watched, &tgid);
+	if (!w)
+		return NULL;
+	*ret_watched = true;
+	t = task_hash_get(tid);
+	if (t)
+		task_check_fresh(t, w);
+	return t;
+}
+
+/* The state task already has, without the checks of watched_task (its exit). */
+static __always_inline struct task *task_lookup(struct task_struct *task, __u32 tid, bool btf)
+{
+	if (use_task_storage && btf)
+		return bpf_task_storage_get(&task_store, task, NULL, 0);
+	return bpf_map_lookup_elem(&tasks, &tid);
+}
+
+/* watched_task for the task running now (its ids from its task_struct where it has one). */
+static __always_inline struct task *watched_current(__u32 *ret_tgid, __u32 *ret_tid, bool btf, bool *ret_watched)
+{
+	struct task_struct *task = NULL;
+	__u64 cur;
+
+	if (use_task_storage && btf) {
+		task = bpf_get_current_task_btf();
+		*ret_tgid = task->tgid;
+		*ret_tid = task->pid;
+	} else {
+		cur = bpf_get_current_pid_tgid();
+		*ret_tgid = cur >> 32;
+		*ret_tid = (__u32)cur;
+	}
+	return watched_task(task, *ret_tgid, *ret_tid, btf, ret_watched);
 }
 
 /*

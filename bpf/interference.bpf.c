@@ -250,15 +250,14 @@ static __always_inline int on_compaction_end(int status)
 }
 
 /* User page faults of watched threads (x86: exceptions:page_fault_user). */
-static __always_inline int on_page_fault(unsigned long error_code)
+static __always_inline int on_page_fault(unsigned long error_code, bool btf)
 {
-	__u64 cur = bpf_get_current_pid_tgid(), now;
-	__u32 tid = (__u32)cur, pid = cur >> 32;
 	struct task *t;
+	__u32 tid, pid;
+	bool watched;
+	__u64 now;
 
-	if (!is_watched(pid))
-		return 0;
-	t = task_get(tid, true);
+	t = watched_current(&pid, &tid, btf, &watched);
 	if (!t)
 		return 0;
 	if (!t->flt_since)
@@ -379,7 +378,7 @@ HP_HOOK(mm_compaction_begin, on_compaction_begin(cc), struct compact_control *cc
 	unsigned long zone_end, bool sync)
 HP_HOOK(mm_compaction_end, on_compaction_end(status), struct compact_control *cc, unsigned long zone_start,
 	unsigned long zone_end, bool sync, int status)
-HP_HOOK(page_fault_user, on_page_fault(error_code), unsigned long address, struct pt_regs *regs,
+HP_HOOK(page_fault_user, on_page_fault(error_code, btf), unsigned long address, struct pt_regs *regs,
 	unsigned long error_code)
 HP_HOOK(contention_begin, on_contention_begin(lock, flags), void *lock, unsigned int flags)
 HP_HOOK(contention_end, on_contention_end(ctx, lock, ret), void *lock, int ret)

@@ -1,22 +1,25 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Syscalls of watched processes: sys_enter/sys_exit, attached only while some process
- * is watched, since they put every task of the machine on the slow syscall path.
- * Collects:
+ * Syscalls of watched processes, syscalls = exact: sys_enter/sys_exit, attached only
+ * while some process is watched, since they put every task of the machine on the slow
+ * syscall path (syscalls = blocking attaches none: sched.bpf.c sees the calls that block,
+ * and mmap_lock_acquire_returned, below, the mapping changes). Collects:
  *  - every call of a watched thread, into its per-thread, per-number log2 histogram of
- *    durations (`syscall_hist`, which the daemon reads at a snapshot);
+ *    durations (a slot of `hist_slots`, which the daemon reads at a snapshot);
  *  - a call that took at least syscall_min_ns as a record, with its first three
  *    arguments and its return value, and every mmap/munmap/mprotect/execve(at) whatever
  *    it took (the daemon reads the process's mappings again after those);
  *  - at the exit of a syscall inside which an off-CPU interval ended, the user stack of
- *    that interval (stacks.bpf.h: the user registers are intact there).
+ *    that interval (stacks.bpf.h: the user registers are intact there);
+ *  - a CPython process's waits for its GIL, from their futex calls (gil.bpf.h).
  *
- * Filters: for tasks of unwatched processes both return after one watch_filter load
- * (~32 ns each, bench/results/latest.md).
+ * Filters: for tasks of unwatched processes both return after one watch_filter load.
  *
- * Cost per call of a watched thread: a task-map lookup at entry (~75 ns), a histogram
- * update at exit (~100 ns), a 72-byte reservation when it is recorded, and a user stack
- * walk when one is pending.
+ * Cost per call of a watched thread (bpf_stats at the watched pipe benchmark in a
+ * quieter run than bench/results/hotpath.md's, where an empty program measures ~42 ns): a task-storage
+ * lookup and the clock at entry (~90 ns), the same and a histogram slot at exit (~120 ns;
+ * the slot from the thread's cache of its recent syscall numbers), a 72-byte reservation
+ * when it is recorded, and a user stack walk when one is pending.
  */
 #include "hostprof.bpf.h"
 #include "stacks.bpf.h"
@@ -38,59 +41,23 @@
 #error "unsupported architecture"
 #endif
 
-static __always_inline int on_sys_enter(struct pt_regs *regs, long id)
-{
-	__u64 cur = bpf_get_current_pid_tgid();
-	struct task *t;
+#define GIL_HOOKS
+#include "gil.bpf.h"
 
-	if (!is_watched(cur >> 32))
-		return 0;
-	t = task_get((__u32)cur, true);
+static __always_inline int on_sys_enter(struct pt_regs *regs, long id, bool btf)
+{
+	__u32 pid, tid;
+	struct task *t;
+	bool watched;
+
+	t = watched_current(&pid, &tid, btf, &watched);
 	if (!t)
 		return 0;
 	t->sys_ts = bpf_ktime_get_boot_ns();
 	t->sys_nr = id;
 	t->flags |= TASK_IN_SYSCALL;
+	gil_sys_enter(t, pid, tid, id, regs, t->sys_ts);
 	return 0;
-}
-
-static __always_inline __u32 hist_bucket(__u64 ns)
-{
-	__u64 us = ns / 1000;
-	__u32 b;
-
-	if (us == 0)
-		return 0;
-	b = us >> 32 ? 31 : highest_bit(us);
-	return b < HP_HIST_BUCKETS ? b : HP_HIST_BUCKETS - 1;
-}
-
-static __always_inline void hist_add(__u32 pid, __u32 tid, __u32 nr, __u64 dur)
-{
-	struct hp_hist_key key = { .pid = pid, .tid = tid, .nr = nr };
-	struct hp_hist *h = bpf_map_lookup_elem(&syscall_hist, &key);
-	__u32 b;
-
-	if (!h) {
-		struct hp_hist zero = {};
-
-		if (bpf_map_update_elem(&syscall_hist, &key, &zero, BPF_NOEXIST) &&
-		    !bpf_map_lookup_elem(&syscall_hist, &key)) {
-			stat_inc(HP_STAT_HIST_FULL);
-			return;
-		}
-		h = bpf_map_lookup_elem(&syscall_hist, &key);
-		if (!h)
-			return;
-	}
-	/* only this thread updates its own key: no atomics needed */
-	h->count++;
-	h->total_ns += dur;
-	if (dur > h->max_ns)
-		h->max_ns = dur;
-	b = hist_bucket(dur);
-	if (b < HP_HIST_BUCKETS)
-		h->buckets[b]++;
 }
 
 static __always_inline bool always_recorded(__u32 nr)
@@ -98,27 +65,27 @@ static __always_inline bool always_recorded(__u32 nr)
 	return nr == NR_MMAP || nr == NR_MUNMAP || nr == NR_MPROTECT || nr == NR_EXECVE || nr == NR_EXECVEAT;
 }
 
-static __always_inline int on_sys_exit(void *ctx, struct pt_regs *regs, long ret)
+static __always_inline int on_sys_exit(void *ctx, struct pt_regs *regs, long ret, bool btf)
 {
-	__u64 cur = bpf_get_current_pid_tgid(), now, dur;
-	__u32 pid = cur >> 32, tid = (__u32)cur;
+	__u64 now, dur;
 	struct hp_syscall *e;
+	__u32 pid, tid;
 	struct task *t;
+	bool watched;
 	void *ring;
 
-	if (!is_watched(pid))
-		return 0;
-	t = task_get(tid, false);
+	t = watched_current(&pid, &tid, btf, &watched);
 	if (!t || !(t->flags & TASK_IN_SYSCALL))
 		return 0;
 	t->flags &= ~TASK_IN_SYSCALL;
+	now = bpf_ktime_get_boot_ns();
 	if (t->flags & TASK_USTACK_PENDING) {
 		t->flags &= ~TASK_USTACK_PENDING;
-		emit_ustack(ctx, t, tid, pid);
+		emit_ustack(ctx, regs, t, tid, pid, now, btf);
 	}
-	now = bpf_ktime_get_boot_ns();
 	dur = now - t->sys_ts;
-	hist_add(pid, tid, t->sys_nr, dur);
+	hist_add(t, pid, tid, t->sys_nr, dur);
+	gil_sys_exit(t, pid, tid, t->sys_nr, ret, now);
 	if (dur < syscall_min_ns && !always_recorded(t->sys_nr))
 		return 0;
 	e = ring_reserve(&ring, sizeof(*e), HP_EV_SYSCALL, t->sys_ts);
@@ -128,7 +95,7 @@ static __always_inline int on_sys_exit(void *ctx, struct pt_regs *regs, long ret
 	e->tid = tid;
 	e->pid = pid;
 	e->nr = t->sys_nr;
-	e->pad = 0;
+	e->flags = 0;
 	e->ret = ret;
 	/* only for the calls recorded: the argument registers are as the call found them */
 	e->args[0] = PT_REGS_PARM1_CORE_SYSCALL(regs);
@@ -138,6 +105,32 @@ static __always_inline int on_sys_exit(void *ctx, struct pt_regs *regs, long ret
 	return 0;
 }
 
-/* The programs: tp_btf_ and raw_tp_ of each (HP_HOOK), attached while something is watched. */
-HP_HOOK(sys_enter, on_sys_enter(regs, id), struct pt_regs *regs, long id)
-HP_HOOK(sys_exit, on_sys_exit(ctx, regs, ret), struct pt_regs *regs, long ret)
+/* The programs: tp_btf_ and raw_tp_ of each (HP_HOOK), attached while something is watched
+ * with syscalls = exact. */
+HP_HOOK(sys_enter, on_sys_enter(regs, id, btf), struct pt_regs *regs, long id)
+HP_HOOK(sys_exit, on_sys_exit(ctx, regs, ret, btf), struct pt_regs *regs, long ret)
+
+/*
+ * syscalls = blocking: no syscall hooks, so the mapping changes symbolization needs (a
+ * library dlopen'ed, code mapped or unmapped) are seen where every one of them takes its
+ * process's mmap_lock to write (mmap, munmap, mprotect, mremap, brk, exec): the process's
+ * maps_changes moves on, and the daemon reads its mappings again. No record: one number
+ * per process, however often it maps. The tracepoint fires at every mmap_lock
+ * acquisition of the machine (page faults mostly use per-VMA locks since 6.4): a read
+ * acquisition returns at once, a write one of an unwatched process after one
+ * watch_filter load.
+ */
+static __always_inline int on_mmap_lock(bool write, bool success)
+{
+	struct hp_watch *w;
+
+	if (!write || !success)
+		return 0;
+	w = watch_of(bpf_get_current_pid_tgid() >> 32);
+	if (w)
+		w->maps_changes++;
+	return 0;
+}
+
+/* Attached while something is watched with syscalls = blocking. */
+HP_HOOK(mmap_lock_acquire_returned, on_mmap_lock(write, success), struct mm_struct *mm, bool write, bool success)

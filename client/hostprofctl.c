@@ -27,6 +27,7 @@
 #include "hps.h"
 #include "jsonw.h"
 #include "macro.h"
+#include "merge.h"
 #include "report.h"
 
 #define EXIT_USAGE 2
@@ -55,8 +56,15 @@ static const char usage_text[] =
 	"  snapshot ... --at TIME [--window D] the window D (10s) around a wall-clock instant:\n"
 	"                                      2026-12-01T11:30:00Z, ...+08:00, or epoch seconds\n"
 	"  snapshots                           automatic snapshots, newest first, with why\n"
+	"  metrics                             the metrics in the Prometheus text format, as\n"
+	"                                      hostprofd writes them for node_exporter\n"
 	"  fetch NAME [--format F] [-o PREFIX] one automatic snapshot (default hps,perfetto,report)\n"
 	"  report FILE.hps                     the diagnosis of a saved snapshot (--json)\n"
+	"  report A.hps B.hps ...              snapshots of many nodes at one instant: per rank,\n"
+	"                                      who stalled first, who lost the most (--json)\n"
+	"  merge A.hps B.hps ... [-o OUT]      one Perfetto trace, a machine per node, aligned\n"
+	"                                      on each node's clock anchor (default\n"
+	"                                      ./hostprof-merge-<UTC time>.pftrace; never replaced)\n"
 	"  export FILE.hps --format F [-o OUT] convert a saved snapshot\n"
 	"\n"
 	"Formats: perfetto (.pftrace, ui.perfetto.dev), json (.json, Chrome trace,\n"
@@ -296,7 +304,84 @@ static void print_status_json(const Hostprof__Status *st)
 	jsonw_uint_field(j, "done", st->reads_done);
 	jsonw_uint_field(j, "abandoned", st->reads_abandoned);
 	jsonw_uint_field(j, "deferred", st->reads_deferred);
+	jsonw_uint_field(j, "over_budget", st->reads_over_budget);
 	jsonw_end_object(j);
+	if (st->python) {
+		const Hostprof__PythonWalkStats *py = st->python;
+
+		jsonw_name(j, "python");
+		jsonw_begin_object(j);
+		jsonw_uint_field(j, "processes", py->processes);
+		jsonw_uint_field(j, "walks", py->walks);
+		jsonw_uint_field(j, "no_thread_state", py->no_thread_state);
+		jsonw_uint_field(j, "read_failures", py->read_failures);
+		jsonw_uint_field(j, "list_scans", py->list_scans);
+		jsonw_uint_field(j, "names_checked", py->names_checked);
+		jsonw_uint_field(j, "names_unreadable", py->names_unreadable);
+		jsonw_uint_field(j, "names_dropped", py->names_dropped);
+		jsonw_uint_field(j, "unreadable", py->read_failures + py->names_unreadable);
+		jsonw_uint_field(j, "offcpu_walks", py->offcpu_walks);
+		jsonw_uint_field(j, "sample_walk_ns", py->sample_walk_ns);
+		jsonw_uint_field(j, "offcpu_walk_ns", py->offcpu_walk_ns);
+		jsonw_end_object(j);
+	}
+	if (st->unwind) {
+		const Hostprof__UnwindStats *u = st->unwind;
+
+		jsonw_name(j, "unwind");
+		jsonw_begin_object(j);
+		jsonw_uint_field(j, "stacks", u->stacks);
+		jsonw_uint_field(j, "complete", u->complete);
+		jsonw_uint_field(j, "frames", u->frames);
+		jsonw_uint_field(j, "fp_steps", u->fp_steps);
+		jsonw_uint_field(j, "fp_kept", u->fp_kept);
+		jsonw_uint_field(j, "offcpu", u->offcpu);
+		jsonw_uint_field(j, "offcpu_fp", u->offcpu_fp);
+		jsonw_uint_field(j, "copies", u->copies);
+		jsonw_uint_field(j, "copy_bytes", u->copy_bytes);
+		jsonw_name(j, "truncated");
+		jsonw_begin_object(j);
+		for (size_t i = 0; i < u->n_truncated; i++)
+			jsonw_uint_field(j, u->truncated[i]->cause ? u->truncated[i]->cause : "", u->truncated[i]->count);
+		jsonw_end_object(j);
+		jsonw_uint_field(j, "cfi_files", u->cfi_files);
+		jsonw_uint_field(j, "cfi_refused", u->cfi_refused);
+		jsonw_uint_field(j, "cfi_bytes", u->cfi_bytes);
+		jsonw_end_object(j);
+	}
+	jsonw_uint_field(j, "symbolizer_bytes", st->symbolizer_bytes);
+	jsonw_uint_field(j, "symbolizer_limit", st->symbolizer_limit);
+	jsonw_uint_field(j, "made_room", st->made_room);
+	if (st->quota) {
+		const Hostprof__UserQuota *q = st->quota;
+
+		jsonw_name(j, "quota");
+		jsonw_begin_object(j);
+		jsonw_uint_field(j, "uid", q->uid);
+		jsonw_uint_field(j, "watched", q->watched);
+		jsonw_uint_field(j, "watched_limit", q->watched_limit);
+		jsonw_uint_field(j, "bytes", q->bytes);
+		jsonw_uint_field(j, "bytes_limit", q->bytes_limit);
+		jsonw_uint_field(j, "dropped", q->dropped);
+		jsonw_uint_field(j, "refused", q->refused);
+		jsonw_end_object(j);
+	}
+	jsonw_name(j, "users");
+	jsonw_begin_array(j);
+	for (size_t i = 0; i < st->n_users; i++) {
+		const Hostprof__UserQuota *q = st->users[i];
+
+		jsonw_begin_object(j);
+		jsonw_uint_field(j, "uid", q->uid);
+		jsonw_uint_field(j, "watched", q->watched);
+		jsonw_uint_field(j, "watched_limit", q->watched_limit);
+		jsonw_uint_field(j, "bytes", q->bytes);
+		jsonw_uint_field(j, "bytes_limit", q->bytes_limit);
+		jsonw_uint_field(j, "dropped", q->dropped);
+		jsonw_uint_field(j, "refused", q->refused);
+		jsonw_end_object(j);
+	}
+	jsonw_end_array(j);
 	jsonw_name(j, "processes");
 	jsonw_begin_array(j);
 	for (size_t i = 0; i < st->n_processes; i++) {
@@ -352,6 +437,57 @@ static void print_status_text(const Hostprof__Status *st)
 	printf("reads:     %" PRIu64 " of watched processes' files, %" PRIu64 " abandoned (time budget), %" PRIu64
 	       " put off (queue full)\n",
 	       st->reads_done, st->reads_abandoned, st->reads_deferred);
+	if (st->python)
+		printf("python:    %" PRIu32 " processes walked, %" PRIu64 " stacks, %" PRIu64
+		       " python stack unreadable, %" PRIu64 " threads without a thread state; %" PRIu64
+		       " code objects read, %" PRIu64 " not read (queue full)\n",
+		       st->python->processes, st->python->walks, st->python->read_failures + st->python->names_unreadable,
+		       st->python->no_thread_state, st->python->names_checked, st->python->names_dropped);
+	if (st->unwind) {
+		const Hostprof__UnwindStats *u = st->unwind;
+
+		printf("unwinding: %" PRIu64 " user stacks from CFI, %" PRIu64 " complete; truncated:", u->stacks,
+		       u->complete);
+		for (size_t i = 0; i < u->n_truncated; i++)
+			printf(" %s %" PRIu64 "%s", u->truncated[i]->cause, u->truncated[i]->count,
+			       i + 1 < u->n_truncated ? "," : "");
+		printf("%s; frame pointers kept for %" PRIu64 "; off-CPU user stacks %" PRIu64 " unwound, %" PRIu64
+		       " by frame pointers; %" PRIu64 " stack copies drained (%.0f bytes each); CFI of %" PRIu64
+		       " files held (%.1f MiB), %" PRIu64 " refused\n",
+		       u->n_truncated ? "" : " none", u->fp_kept, u->offcpu, u->offcpu_fp, u->copies,
+		       u->copies ? (double)u->copy_bytes / u->copies : 0.0, u->cfi_files, u->cfi_bytes / 1048576.0,
+		       u->cfi_refused);
+	}
+	printf("symbols:   %s of %s", human_bytes(st->symbolizer_bytes, a, sizeof(a)),
+	       human_bytes(st->symbolizer_limit, b, sizeof(b)));
+	if (st->reads_over_budget)
+		printf(", %" PRIu64 " files not kept (over the budget)", st->reads_over_budget);
+	putchar('\n');
+	if (st->made_room)
+		printf("room:      %" PRIu64 " users' processes unwatched for root's (the watched map was full)\n",
+		       st->made_room);
+	for (size_t i = 0; i < st->n_users; i++) {
+		const Hostprof__UserQuota *q = st->users[i];
+
+		if (!q->uid)
+			continue;
+		printf("user %-6u %u processes, %s", q->uid, q->watched, human_bytes(q->bytes, a, sizeof(a)));
+		if (q->dropped || q->refused)
+			printf("; %" PRIu64 " records not kept, %" PRIu64 " processes not watched (quota)", q->dropped,
+			       q->refused);
+		putchar('\n');
+	}
+	if (st->quota && st->quota->uid != 0) {
+		const Hostprof__UserQuota *q = st->quota;
+
+		snprintf(c, sizeof(c), "%u", q->watched_limit);
+		printf("your quota: uid %u, %u of %s processes, %s of %s", q->uid, q->watched,
+		       q->watched_limit ? c : "any number of", human_bytes(q->bytes, a, sizeof(a)),
+		       q->bytes_limit ? human_bytes(q->bytes_limit, b, sizeof(b)) : "the memory");
+		if (q->dropped || q->refused)
+			printf("; %" PRIu64 " records not kept, %" PRIu64 " processes not watched", q->dropped, q->refused);
+		putchar('\n');
+	}
 	if (!st->n_processes) {
 		printf("no watched processes\n");
 		return;
@@ -563,9 +699,13 @@ static int write_formats(const Hostprof__Snapshot *snap, const uint8_t *raw, siz
 			 const char *output, const char *default_prefix)
 {
 	struct formats_out out = {};
+	bool held;
 	int r;
 
+	held = report_model_hold(snap) >= 0; /* the report, its JSON, the trace's episodes: one model */
 	r = formats_write(snap, raw, raw_len, mask, output ? output : default_prefix, !output, 0644, &out);
+	if (held)
+		report_model_release(snap);
 	if (r < 0)
 		return fail(EXIT_FAILURE, "cannot write %s: %s", output ? output : default_prefix, strerror(-r));
 	for (size_t i = 0; i < out.n; i++)
@@ -681,6 +821,7 @@ static int cmd_snapshot(int argc, char **argv)
 	struct hp_buf data = {};
 	uint64_t events = 0;
 	char prefix[128], stamp[32];
+	bool held;
 	int r;
 
 	r = parse_args(argc, argv, "pwfoar", 0, NULL);
@@ -705,9 +846,12 @@ static int cmd_snapshot(int argc, char **argv)
 	if (r)
 		goto out;
 	snprintf(prefix, sizeof(prefix), "hostprof-%u-%s", snap->pid, utc_stamp(stamp, sizeof(stamp)));
+	held = report_model_hold(snap) >= 0; /* and the summary line: one model */
 	r = write_formats(snap, data.data + data.off, hp_buf_pending(&data), args.formats, args.output, prefix);
 	if (!r)
 		print_summary(snap, events);
+	if (held)
+		report_model_release(snap);
 out:
 	hps_free(snap);
 	hp_buf_free(&data);
@@ -766,24 +910,243 @@ static int read_hps(const char *path, struct hp_buf *data, Hostprof__Snapshot **
 	return 0;
 }
 
+/*
+ * Snapshots of several nodes: what merge_plan() needs of each file, read one file at a time
+ * (a job of many nodes does not fit in memory at once).
+ */
+struct node_files {
+	char **paths;
+	struct merge_node *nodes;
+	size_t n;
+};
+
+/* What merge_plan() found wrong, by file. */
+static int check_error(const struct node_files *nf, const struct merge_check *c)
+{
+	switch (c->problem) {
+	case MERGE_NO_ANCHOR:
+		return fail(
+			EXIT_FAILURE,
+			"%s has no clock anchor (BOOTTIME and REALTIME read together), so its times cannot be "
+			"put on a wall clock; take it again with a hostprofd that records one",
+			nf->paths[c->a]);
+	case MERGE_NO_HOST:
+		return fail(EXIT_FAILURE, "%s names no host; each node's snapshot says which host it is",
+			    nf->paths[c->a]);
+	case MERGE_SAME_HOST:
+		return fail(
+			EXIT_FAILURE,
+			"%s and %s are both of host %s: merge makes one Perfetto machine per node, so give "
+			"one snapshot per host (say, each node's local rank 0); `report` takes every rank",
+			nf->paths[c->a], nf->paths[c->b], nf->nodes[c->a].host);
+	case MERGE_SAME_PROCESS:
+		return fail(EXIT_FAILURE,
+			    "%s and %s are snapshots of one process (pid %" PRIu32 " of host %s): "
+			    "give each process once",
+			    nf->paths[c->a], nf->paths[c->b], nf->nodes[c->a].pid, nf->nodes[c->a].host);
+	case MERGE_OUT_OF_RANGE:
+		return fail(EXIT_FAILURE, "%s: its times, moved onto the merged time line, pass 64 bits",
+			    nf->paths[c->a]);
+	case MERGE_TOO_MANY:
+		return fail(EXIT_FAILURE, "more than %d snapshots", MERGE_MAX_NODES);
+	case MERGE_OK:
+		break;
+	}
+	return fail(EXIT_FAILURE, "the snapshots are inconsistent");
+}
+
+/* Each file read, parsed and checked in turn; fn gets each snapshot, then it is freed. */
+static int for_each_node(struct node_files *nf, int (*fn)(void *ud, size_t i, Hostprof__Snapshot *snap),
+			 void *ud)
+{
+	for (size_t i = 0; i < nf->n; i++) {
+		Hostprof__Snapshot *snap = NULL;
+		struct hp_buf data = {};
+		int r = read_hps(nf->paths[i], &data, &snap);
+
+		hp_buf_free(&data);
+		if (r)
+			return r;
+		r = hps_validate(snap) < 0 ?
+			    fail(EXIT_FAILURE, "%s is inconsistent (its tables do not line up)",
+				 nf->paths[i]) :
+			    fn(ud, i, snap);
+		hps_free(snap);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+static int node_files_init(struct node_files *nf, char **paths, size_t n)
+{
+	*nf = (struct node_files){ .paths = paths,
+				   .n = n,
+				   .nodes = calloc(MAX(n, (size_t)1), sizeof(*nf->nodes)) };
+	return nf->nodes ? 0 : fail(EXIT_FAILURE, "out of memory");
+}
+
+static int add_to_report(void *ud, size_t i, Hostprof__Snapshot *snap)
+{
+	struct node_files *nf = ((void **)ud)[0];
+	struct report_nodes *rn = ((void **)ud)[1];
+	int r;
+
+	merge_node_init(snap, &nf->nodes[i]);
+	r = report_nodes_add(rn, snap);
+	return r < 0 ? fail(EXIT_FAILURE, "%s: cannot report on it: %s", nf->paths[i], strerror(-r)) : 0;
+}
+
 static int cmd_report(int argc, char **argv)
 {
-	Hostprof__Snapshot *snap = NULL;
-	struct hp_buf data = {};
+	struct node_files nf = {};
+	struct report_nodes *rn = NULL;
+	struct merge_check check;
 	int r;
 
 	r = parse_args(argc, argv, "", 0, NULL);
 	if (r)
 		return r;
-	if (optind != argc - 1)
-		return usage_error("report FILE.hps [--json]");
-	r = read_hps(argv[optind], &data, &snap);
-	if (!r) {
-		r = arg_json ? snapshot_report_json(snap, stdout) : snapshot_report_text(snap, stdout);
-		r = r < 0 ? fail(EXIT_FAILURE, "cannot write the report: %s", strerror(-r)) : 0;
+	if (optind > argc - 1)
+		return usage_error("report FILE.hps [--json], or report A.hps B.hps ... for many nodes");
+	if (optind == argc - 1) {
+		Hostprof__Snapshot *snap = NULL;
+		struct hp_buf data = {};
+
+		r = read_hps(argv[optind], &data, &snap);
+		if (!r) {
+			r = arg_json ? snapshot_report_json(snap, stdout) :
+				       snapshot_report_text(snap, stdout);
+			r = r < 0 ? fail(EXIT_FAILURE, "cannot write the report: %s", strerror(-r)) : 0;
+		}
+		hps_free(snap);
+		hp_buf_free(&data);
+		return r;
 	}
-	hps_free(snap);
-	hp_buf_free(&data);
+	r = node_files_init(&nf, argv + optind, argc - optind);
+	if (!r && !(rn = report_nodes_new()))
+		r = fail(EXIT_FAILURE, "out of memory");
+	if (!r)
+		r = for_each_node(&nf, add_to_report, (void *[]){ &nf, rn });
+	if (!r) {
+		r = report_nodes_write(rn, arg_json, stdout, &check);
+		if (r == -EINVAL && check.problem != MERGE_OK)
+			r = check_error(&nf, &check);
+		else if (r < 0)
+			r = fail(EXIT_FAILURE, "cannot write the report: %s", strerror(-r));
+	}
+	report_nodes_free(rn);
+	free(nf.nodes);
+	return r;
+}
+
+static int plan_node(void *ud, size_t i, Hostprof__Snapshot *snap)
+{
+	struct node_files *nf = ud;
+
+	merge_node_init(snap, &nf->nodes[i]);
+	return 0;
+}
+
+struct merge_job {
+	struct node_files *nf;
+	const uint64_t *shift;
+	struct merge_writer w;
+	size_t failed; /* the file that could not be written */
+	int status; /* what hostprofctl exits with when its read failed */
+};
+
+static int write_node(void *ud, size_t i, Hostprof__Snapshot *snap)
+{
+	struct merge_job *j = ud;
+	int r = merge_write(&j->w, snap, j->shift[i]);
+
+	j->failed = i;
+	return r < 0 ? r : 0;
+}
+
+/* The second pass: each file again, written as its machine. */
+static int write_merged(void *ud, FILE *f)
+{
+	struct merge_job *j = ud;
+	int r;
+
+	j->w = (struct merge_writer){ .out = f };
+	r = for_each_node(j->nf, write_node, j);
+	if (r > 0) { /* a file that changed since the first pass: said already */
+		j->status = r;
+		return -ECANCELED;
+	}
+	if (r < 0)
+		return r;
+	errno = 0;
+	return fflush(f) == EOF ? negative_errno() : 0;
+}
+
+static int cmd_merge(int argc, char **argv)
+{
+	struct node_files nf = {};
+	struct merge_job job = { .nf = &nf };
+	struct merge_check check;
+	_cleanup_free_ uint64_t *shift = NULL;
+	char path[128], stamp[32];
+	const char *out;
+	int r;
+
+	r = parse_args(argc, argv, "o", 0, NULL);
+	if (r)
+		return r;
+	if (optind > argc - 2)
+		return usage_error(
+			"merge A.hps B.hps ... [-o OUT.pftrace]: the snapshots of two or more nodes");
+	snprintf(path, sizeof(path), "hostprof-merge-%s.pftrace", utc_stamp(stamp, sizeof(stamp)));
+	out = args.output ? args.output : path;
+	r = node_files_init(&nf, argv + optind, argc - optind);
+	if (r)
+		return r;
+	shift = calloc(nf.n, sizeof(*shift));
+	if (!shift) {
+		r = fail(EXIT_FAILURE, "out of memory");
+		goto out;
+	}
+	/* what is wrong with the set is said before anything is made */
+	r = for_each_node(&nf, plan_node, &nf);
+	if (r)
+		goto out;
+	if (merge_plan(nf.nodes, nf.n, true, shift, &check) < 0) {
+		r = check_error(&nf, &check);
+		goto out;
+	}
+	job.shift = shift;
+	r = formats_write_new(out, 0644, write_merged, &job);
+	if (r == -EEXIST)
+		r = fail(EXIT_FAILURE,
+			 "%s exists: merge never replaces a file; remove it or name another with -o", out);
+	else if (r == -ECANCELED)
+		r = job.status;
+	else if (r == -EINVAL || r == -E2BIG)
+		r = fail(EXIT_FAILURE, "cannot merge %s: %s; nothing written", nf.paths[job.failed],
+			 r == -EINVAL ? "it does not export (a CPU number or a time out of range)" :
+					"too many threads or machines for one trace");
+	else if (r < 0)
+		r = fail(EXIT_FAILURE, "cannot write %s: %s; nothing written", out, strerror(-r));
+	if (r)
+		goto out;
+	for (size_t i = 0; i < nf.n; i++) {
+		const struct merge_node *x = &nf.nodes[i];
+
+		fprintf(stderr, "machine %zu: %s from %s, +%.9f s", i + 1, x->name, nf.paths[i],
+			(double)shift[i] / NSEC_PER_SEC);
+		if (x->clock_known)
+			fprintf(stderr, ", clock %s, max error %.3f ms", x->synced ? "synced" : "NOT synced",
+				(double)x->max_error_ns / NSEC_PER_MSEC);
+		else
+			fprintf(stderr, ", clock sync not recorded");
+		fputc('\n', stderr);
+	}
+	printf("%s\n", out);
+out:
+	free(nf.nodes);
 	return r;
 }
 
@@ -846,6 +1209,29 @@ static int cmd_watch(int argc, char **argv, bool watch)
 	printf("%s\n", resp->ack->message ? ESC(resp->ack->message) : "ok");
 	hostprof__response__free_unpacked(resp, NULL);
 	return 0;
+}
+
+static int cmd_metrics(int argc, char **argv)
+{
+	Hostprof__Request req = HOSTPROF__REQUEST__INIT;
+	Hostprof__MetricsRequest mreq = HOSTPROF__METRICS_REQUEST__INIT;
+	Hostprof__Response *resp = NULL;
+	int r;
+
+	r = parse_common(argc, argv, NULL, NULL);
+	if (r)
+		return r;
+	if (optind < argc)
+		return usage_error("metrics: unexpected argument '%s'", argv[optind]);
+	req.body_case = HOSTPROF__REQUEST__BODY_METRICS;
+	req.metrics = &mreq;
+	r = simple_request(&req, HOSTPROF__RESPONSE__BODY_METRICS, &resp);
+	if (r)
+		return r;
+	/* the daemon escaped every value the format's way: the text goes out as it is */
+	fputs(resp->metrics->text, stdout);
+	hostprof__response__free_unpacked(resp, NULL);
+	return fflush(stdout) == 0 ? 0 : fail(EXIT_FAILURE, "cannot write the metrics: %m");
 }
 
 static int cmd_snapshots(int argc, char **argv)
@@ -959,9 +1345,13 @@ int main(int argc, char **argv)
 		return cmd_snapshots(argc, argv);
 	if (!strcmp(argv[0], "fetch"))
 		return cmd_fetch(argc, argv);
+	if (!strcmp(argv[0], "metrics"))
+		return cmd_metrics(argc, argv);
 	if (!strcmp(argv[0], "report"))
 		return cmd_report(argc, argv);
 	if (!strcmp(argv[0], "export"))
 		return cmd_export(argc, argv);
+	if (!strcmp(argv[0], "merge"))
+		return cmd_merge(argc, argv);
 	return usage_error("unknown command '%s'", argv[0]);
 }

@@ -34,6 +34,7 @@
 #include "log.h"
 #include "loop.h"
 #include "macro.h"
+#include "metrics.h"
 #include "procfs.h"
 #include "recorder.h"
 #include "settings.h"
@@ -286,9 +287,19 @@ static void handle_status(struct client *cl, const Hostprof__Request *req, struc
 	char intf[64], intf_missing[64];
 	unsigned missing = deps->facts.interference_missing;
 	struct watch_reads reads;
+	struct watch_python wpy;
+	Hostprof__PythonWalkStats pys = HOSTPROF__PYTHON_WALK_STATS__INIT;
+	Hostprof__Drop unwind_stops[WATCH_UNWIND_STOPS], *unwind_ptrs[WATCH_UNWIND_STOPS];
+	Hostprof__UnwindStats unwind;
+	struct recorder_user use;
+	Hostprof__UserQuota quota;
+	const struct recorder_user *users = NULL;
+	size_t nu = cl->cred.uid == 0 ? recorder_users(deps->recorder, &users) : 0;
+	_cleanup_free_ Hostprof__UserQuota *user_msgs = calloc(MAX(nu, (size_t)1), sizeof(*user_msgs));
+	_cleanup_free_ Hostprof__UserQuota **user_ptrs = calloc(MAX(nu, (size_t)1), sizeof(*user_ptrs));
 	size_t n_globs;
 
-	if (!wp || !wpp) {
+	if (!wp || !wpp || !user_msgs || !user_ptrs) {
 		(void)send_error(cl, HOSTPROF__ERROR__CODE__INTERNAL, "out of memory");
 		return;
 	}
@@ -350,8 +361,66 @@ static void handle_status(struct client *cl, const Hostprof__Request *req, struc
 	st.reads_done = reads.done;
 	st.reads_abandoned = reads.abandoned;
 	st.reads_deferred = reads.deferred;
+	watch_unwind(deps->watch, &unwind, unwind_stops, unwind_ptrs);
+	st.unwind = &unwind;
+	st.has_symbolizer_bytes = st.has_symbolizer_limit = st.has_reads_over_budget = st.has_made_room = true;
+	st.symbolizer_bytes = reads.symbolizer_bytes;
+	st.symbolizer_limit = reads.symbolizer_limit;
+	st.reads_over_budget = reads.over_budget;
+	st.made_room = reads.made_room;
+	recorder_user(deps->recorder, cl->cred.uid, &use);
+	hostprof__user_quota__init(&quota);
+	quota.has_uid = quota.has_watched = quota.has_watched_limit = quota.has_bytes = quota.has_bytes_limit = true;
+	quota.has_dropped = quota.has_refused = true;
+	quota.uid = cl->cred.uid;
+	quota.watched = use.live;
+	quota.bytes = use.bytes;
+	quota.dropped = use.dropped;
+	quota.refused = use.refused;
+	if (cl->cred.uid != 0) {
+		quota.watched_limit = recorder_limits(deps->recorder)->user_procs;
+		quota.bytes_limit = recorder_limits(deps->recorder)->user_bytes;
+	}
+	st.quota = &quota;
+	if (nu) {
+		const struct recorder_limits *lim = recorder_limits(deps->recorder);
+
+		for (size_t i = 0; i < nu; i++) {
+			hostprof__user_quota__init(&user_msgs[i]);
+			user_msgs[i] = (Hostprof__UserQuota){
+				.base = user_msgs[i].base,
+				.has_uid = true, .uid = users[i].uid,
+				.has_watched = true, .watched = users[i].live,
+				.has_watched_limit = true, .watched_limit = users[i].uid ? lim->user_procs : 0,
+				.has_bytes = true, .bytes = users[i].bytes,
+				.has_bytes_limit = true, .bytes_limit = users[i].uid ? lim->user_bytes : 0,
+				.has_dropped = true, .dropped = users[i].dropped,
+				.has_refused = true, .refused = users[i].refused,
+			};
+			user_ptrs[i] = &user_msgs[i];
+		}
+		st.users = user_ptrs;
+		st.n_users = nu;
+	}
 	st.has_triggers_dropped = true;
 	st.triggers_dropped = triggers_dropped(deps->triggers);
+	if (watch_python_stats(deps->watch, &wpy)) {
+		pys.has_processes = pys.has_walks = pys.has_no_thread_state = pys.has_read_failures = true;
+		pys.has_list_scans = pys.has_names_checked = pys.has_names_unreadable = pys.has_names_dropped = true;
+		pys.processes = wpy.processes;
+		pys.walks = wpy.walks;
+		pys.no_thread_state = wpy.no_tstate;
+		pys.read_failures = wpy.read_failures;
+		pys.list_scans = wpy.scans;
+		pys.names_checked = wpy.checked;
+		pys.names_unreadable = wpy.unreadable;
+		pys.names_dropped = wpy.dropped;
+		pys.has_offcpu_walks = pys.has_sample_walk_ns = pys.has_offcpu_walk_ns = true;
+		pys.offcpu_walks = wpy.offcpu_walks;
+		pys.sample_walk_ns = wpy.sample_ns;
+		pys.offcpu_walk_ns = wpy.offcpu_ns;
+		st.python = &pys;
+	}
 	st.has_memory_bytes = st.has_memory_limit = st.has_rss_bytes = true;
 	st.memory_bytes = recorder_bytes(deps->recorder);
 	st.memory_limit = recorder_limits(deps->recorder)->memory_bytes;
@@ -367,6 +436,36 @@ static void handle_status(struct client *cl, const Hostprof__Request *req, struc
 	resp.body_case = HOSTPROF__RESPONSE__BODY_STATUS;
 	resp.status = &st;
 	(void)send_response(cl, &resp);
+}
+
+static bool metrics_may_see(void *ud, const struct proc_rec *p)
+{
+	return may_see(ud, p);
+}
+
+/* Like status: the processes the peer may see, and the daemon's own figures. */
+static void handle_metrics(struct client *cl, const Hostprof__Request *req, struct target *t)
+{
+	Hostprof__Response resp = HOSTPROF__RESPONSE__INIT;
+	Hostprof__Metrics msg = HOSTPROF__METRICS__INIT;
+	struct hp_buf text = {};
+	int r = metrics_format(cl->ctl->deps.metrics, metrics_may_see, cl, &text);
+
+	if (r >= 0)
+		r = hp_buf_append(&text, "", 1);
+	if (r < 0) {
+		hp_buf_free(&text);
+		(void)send_error(cl, HOSTPROF__ERROR__CODE__INTERNAL, "cannot make the metrics: %s", strerror(-r));
+		return;
+	}
+	msg.text = (char *)text.data;
+	resp.body_case = HOSTPROF__RESPONSE__BODY_METRICS;
+	resp.metrics = &msg;
+	if (send_response(cl, &resp) < 0)
+		(void)send_error(cl, HOSTPROF__ERROR__CODE__INTERNAL,
+				 "the metrics (%zu bytes) do not fit in a reply; read %s in metrics_dir", text.len,
+				 METRICS_FILE);
+	hp_buf_free(&text);
 }
 
 /* In the snapshot job's child: [uint64 events][.hps bytes]. */
@@ -385,7 +484,11 @@ static void snapshot_done(void *ud, int status, uint8_t *data, size_t len)
 	struct client *cl = ud;
 
 	cl->job = NULL;
-	if (status < 0 || len < sizeof(uint64_t)) {
+	if (status == -ECANCELED) {
+		cl->ctl->n_streams--;
+		(void)send_error(cl, HOSTPROF__ERROR__CODE__INTERNAL, "hostprofd is stopping: the snapshot was not finished");
+		free(data);
+	} else if (status < 0 || len < sizeof(uint64_t)) {
 		cl->ctl->n_streams--;
 		log_error_errno(status < 0 ? status : -EIO, "Failed to build a snapshot of pid %u: %m", cl->snap_pid);
 		(void)send_error(cl, HOSTPROF__ERROR__CODE__INTERNAL, "failed to build the snapshot: %s",
@@ -608,6 +711,7 @@ static int find_watch_target(struct client *cl, const Hostprof__Request *req, st
 static void handle_watch(struct client *cl, const Hostprof__Request *req, struct target *t)
 {
 	const struct control_deps *deps = &cl->ctl->deps;
+	struct proc_rec *p;
 	int r;
 
 	if (t->glob) {
@@ -624,12 +728,26 @@ static void handle_watch(struct client *cl, const Hostprof__Request *req, struct
 			send_ack(cl, "watching processes with a thread named %s (until the next reload)", t->glob);
 		return;
 	}
-	if (recorder_find_live(deps->recorder, t->pid)) {
+	p = recorder_find_live(deps->recorder, t->pid);
+	if (p && p->info.start_time == t->info.start_time) {
 		send_ack(cl, "pid %u (%s) is watched already", t->pid, t->info.comm);
 		return;
 	}
+	if (recorder_user_over_quota(deps->recorder, cl->cred.uid)) {
+		struct recorder_user use;
+
+		recorder_user(deps->recorder, cl->cred.uid, &use);
+		(void)send_error(cl, HOSTPROF__ERROR__CODE__BUSY,
+				 "you may have %u processes watched at once (user_watched) and have %u: unwatch one first",
+				 recorder_limits(deps->recorder)->user_procs, use.live);
+		return;
+	}
 	r = watch_pid(deps->watch, t->pid, HP_WATCH_PID);
-	if (r < 0)
+	if (r == -E2BIG)
+		(void)send_error(cl, HOSTPROF__ERROR__CODE__BUSY,
+				 "the kernel's watched map is full (%u processes): pid %u is not watched", HP_MAX_WATCHED,
+				 t->pid);
+	else if (r < 0)
 		(void)send_error(cl, r == -ENOENT ? HOSTPROF__ERROR__CODE__NOT_FOUND : HOSTPROF__ERROR__CODE__INTERNAL,
 				 "failed to watch pid %u: %s", t->pid, strerror(-r));
 	else
@@ -822,6 +940,7 @@ static const struct request_rule {
 	{ HOSTPROF__REQUEST__BODY_UNWATCH, "unwatch", find_unwatch_target, handle_unwatch },
 	{ HOSTPROF__REQUEST__BODY_SNAPSHOTS, "list", NULL, handle_snapshots },
 	{ HOSTPROF__REQUEST__BODY_FETCH, "fetch", find_fetch_target, handle_fetch },
+	{ HOSTPROF__REQUEST__BODY_METRICS, "see", NULL, handle_metrics },
 };
 
 /* A launcher (sudo -u, su, setpriv, a job scheduler) that is not the peer's yet: its

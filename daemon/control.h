@@ -10,6 +10,7 @@
 
 struct control;
 struct loop;
+struct metrics;
 struct recorder;
 struct settings;
 struct snapstore;
@@ -33,6 +34,7 @@ struct control_deps {
 	struct snapstore *snapstore;
 	const struct triggers *triggers;
 	const struct settings *settings;
+	struct metrics *metrics;
 	struct control_facts facts;
 };
 

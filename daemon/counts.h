@@ -19,7 +19,10 @@ struct drop_count {
 	uint64_t count;
 };
 
-/* Every cause capture_drops() reports: the kernel's HP_STAT_* drops and the daemon's bad records. */
-#define HP_DROP_CAUSES HP_STAT_MAX
+/* Every cause capture_drops() reports: the kernel's HP_STAT_* drops, the daemon's bad
+ * records, and the runs the kernel skipped (a program nested in itself on one CPU). */
+#define HP_CAPTURE_DROP_CAUSES (HP_STAT_MAX + 1)
+/* And snapsvc_drops(): those and the records of no process the recorder holds. */
+#define HP_DROP_CAUSES (HP_CAPTURE_DROP_CAUSES + 1)
 
 #endif

@@ -21,12 +21,16 @@ struct daemon {
 	struct capture *capture;
 	struct recorder *recorder;
 	struct symbolizer *symbolizer;
+	struct rawustacks *rawustacks; /* off-CPU user stacks unwound (rawsample.h) */
 	struct worker *worker;
 	struct watch *watch;
+	struct gilwatch *gilwatch;
+	struct py_names *py_names; /* names of the kernel-walked Python stacks (daemon/python.h) */
 	struct snapsvc *snapsvc;
 	struct snapstore *snapstore;
 	struct triggers *triggers;
 	struct control *control;
+	struct metrics *metrics;
 	struct io_source signal_src, timer_src, capture_src, worker_src;
 	uint64_t ticks;
 	uint64_t watchdog_ticks;  /* ping systemd's watchdog every this many ticks; 0: off */

@@ -22,8 +22,12 @@
 #include "capture.h"
 #include "control.h"
 #include "daemon.h"
+#include "gilwatch.h"
 #include "log.h"
 #include "macro.h"
+#include "metrics.h"
+#include "python.h"
+#include "rawsample.h"
 #include "recorder.h"
 #include "snapstore.h"
 #include "snapsvc.h"
@@ -43,6 +47,8 @@ static void recorder_limits_from(const struct settings *s, struct recorder_limit
 		.buffer_bytes = s->buffer_mb << 20,
 		.memory_bytes = s->memory_mb << 20,
 		.host_bytes = 64ULL << 20,
+		.user_bytes = s->user_memory_mb << 20,
+		.user_procs = s->user_watched,
 	};
 }
 
@@ -67,16 +73,36 @@ int daemon_apply_settings(struct daemon *d)
 		.sample_hz = s->sample_hz,
 		.irq_min_ns = s->irq_min_ns,
 		.lock_min_ns = s->lock_min_ns,
+		.gil_min_ns = s->gil_min_ns,
 		.python = s->python,
 	};
 	unsigned missing;
 	bool any_cpu = false;
 	int r;
 
+	memcpy(params.dispatch_threads, s->dispatch_threads, sizeof(params.dispatch_threads));
+	params.n_dispatch_threads = s->n_dispatch_threads;
 	recorder_limits_from(s, &lim);
 	recorder_set_limits(d->recorder, &lim);
+	if (d->symbolizer)
+		symbolizer_set_budget(d->symbolizer, s->symbolizer_mb << 20);
 	snapsvc_set_params(d->snapsvc, &params);
+	watch_set_python(d->watch, s->python, s->python_gc);
 	capture_set_thresholds(d->capture, s->syscall_min_ns, s->offcpu_min_ns);
+	capture_set_gil_min(d->capture, s->gil_min_ns);
+	gilwatch_set_enabled(d->gilwatch, s->python);
+	r = capture_set_syscall_mode(d->capture, s->syscall_mode);
+	if (r == -EOPNOTSUPP) {
+		log_warning("syscalls = blocking needs bpf_task_pt_regs (Linux 5.15): syscalls = exact instead");
+		r = capture_set_syscall_mode(d->capture, HP_SYSCALLS_EXACT);
+	}
+	if (r < 0)
+		log_warning_errno(r, "Failed to attach the hooks of syscalls = %s: %m, ignoring",
+				  syscall_mode_name(s->syscall_mode));
+	else if (capture_syscall_mode(d->capture, NULL) == HP_SYSCALLS_BLOCKING &&
+		 capture_maps_hook_missing(d->capture))
+		log_warning("This kernel lacks the mmap_lock tracepoints (5.12): with syscalls = blocking a process's "
+			    "mappings are read again only at an exec, and a library it loads later may not resolve");
 	capture_set_interference(d->capture, s->interference, s->irq_min_ns, s->lock_min_ns);
 	missing = s->interference & capture_interference_missing(d->capture);
 	if (missing) {
@@ -93,6 +119,13 @@ int daemon_apply_settings(struct daemon *d)
 	r = recorder_enable_host(d->recorder, any_cpu);
 	if (r < 0)
 		return log_error_errno(r, "Failed to set up the host-wide recorder: %m");
+	r = capture_set_unwind(d->capture, s->unwind == UNWIND_MODE_OFF ? 0 : s->unwind_stack_kb * 1024,
+			       s->unwind == UNWIND_MODE_NAMED);
+	if (r == -EOPNOTSUPP)
+		log_warning("unwind = %s needs bpf_task_pt_regs (Linux 5.15): user stacks by frame pointers only",
+			    unwind_mode_name(s->unwind));
+	else if (r < 0)
+		return log_error_errno(r, "Failed to set unwind = %s: %m", unwind_mode_name(s->unwind));
 	r = capture_set_sampling(d->capture, s->sample_hz);
 	if (r < 0)
 		return log_error_errno(r, "Failed to start on-CPU sampling at %u Hz: %m", s->sample_hz);
@@ -140,15 +173,20 @@ static int on_timer(struct io_source *src, uint32_t events)
 		log_warning_errno(r, "Failed to %s the syscall hooks: %m, ignoring", watching ? "attach" : "detach");
 	now = now_boottime_ns();
 	triggers_tick(d->triggers, now);
+	snapsvc_tick(d->snapsvc);
 	/* --record: the duration is over, or the process is gone */
 	if (d->record_deadline && (now >= d->record_deadline || !watching))
 		loop_quit(d->loop);
 	if (d->watchdog_ticks && d->ticks % d->watchdog_ticks == 0)
 		(void)sd_notify(0, "WATCHDOG=1");
+	/* every tick: a process watched since is looked at for its GIL at once */
+	gilwatch_tick(d->gilwatch, now);
+	watch_tick_new(d->watch, now);
 	if (++d->ticks % TICKS_PER_SEC)
 		return 0;
 	watch_tick(d->watch, now);
 	control_tick(d->control, now);
+	metrics_tick(d->metrics, now);
 	return 0;
 }
 
@@ -188,6 +226,9 @@ static void after_batch(void *ud)
 	struct daemon *d = ud;
 
 	control_gc(d->control);
+	/* the code objects of the Python stacks just drained, read while the process lives */
+	if (d->py_names && d->worker)
+		(void)py_names_flush(d->py_names, d->worker);
 }
 
 /* The daemon's own fds: signals, the tick, the rings. */
@@ -244,8 +285,25 @@ static int setup_sources(struct daemon *d)
 static void on_record(void *ud, const struct hp_hdr *rec)
 {
 	struct daemon *d = ud;
+	union rawsample_out sample;
+	union rawustack_out offcpu;
+
+	/* a sample with its stack copied: the stack unwound now, only the frames kept */
+	if (rec->type == HP_EV_RAWSAMPLE)
+		rec = rawsample_unwind(d->symbolizer, (const struct hp_rawsample *)rec, &sample);
+	/* an off-CPU interval's: kept (unwound) for the interval's record, which follows */
+	if (rec->type == HP_EV_RAWUSTACK) {
+		if (d->rawustacks)
+			rawustack_note(d->rawustacks, d->symbolizer, (const struct hp_rawsample *)rec);
+		return;
+	}
+	if ((rec->type == HP_EV_OFFCPU || rec->type == HP_EV_USTACK) && d->rawustacks)
+		rec = rawustack_apply(d->rawustacks, d->symbolizer, rec, &offcpu);
 
 	recorder_append(d->recorder, rec);
+	gilwatch_on_record(d->gilwatch, rec);
+	if (rec->type == HP_EV_PYSTACK && d->py_names)
+		py_names_note(d->py_names, (const struct hp_pystack *)rec);
 	triggers_on_record(d->triggers, d->recorder, rec);
 }
 
@@ -270,6 +328,7 @@ static int load_capture(struct daemon *d)
 	struct capture_opts copts = {
 		.ring_kb = d->settings.ring_kb,
 		.force_raw_tp = d->settings.force_raw_tp,
+		.force_task_hash = d->settings.force_task_hash,
 	};
 	int r;
 
@@ -284,9 +343,9 @@ static int load_capture(struct daemon *d)
 					  "(run it as root)");
 	if (r < 0)
 		return log_error_errno(r, "Failed to load the BPF programs: %m");
-	log_info("BPF programs attached (%s), %d CPUs, %u KiB ring each",
+	log_info("BPF programs attached (%s), %d CPUs, %u KiB ring each; per-thread state in %s",
 		 capture_uses_raw_tp(d->capture) ? "raw_tp" : "tp_btf", capture_nr_cpus(d->capture),
-		 d->settings.ring_kb);
+		 d->settings.ring_kb, capture_uses_task_storage(d->capture) ? "task storage" : "a hash map");
 	return 0;
 }
 
@@ -305,11 +364,13 @@ static int make_modules(struct daemon *d)
 	if (!d->recorder)
 		return log_error_errno(-ENOMEM, "Out of memory"), EXIT_FAILURE;
 	d->symbolizer = symbolizer_new();
+	d->rawustacks = rawustacks_new(); /* none: off-CPU user stacks by frame pointers */
 	if (!d->symbolizer) {
 		log_warning_errno(-errno, "Failed to set up symbolization: %m; stacks stay addresses");
 	} else {
 		struct sym_result res;
 
+		symbolizer_set_budget(d->symbolizer, s->symbolizer_mb << 20);
 		/* load kallsyms now, once: snapshot jobs inherit it instead of reading it each */
 		(void)symbolizer_resolve(d->symbolizer, 0, 0xffffffff81000000ULL, true, &res);
 	}
@@ -323,12 +384,19 @@ static int make_modules(struct daemon *d)
 	if (load_capture(d) < 0)
 		return EXIT_CONFIG;
 	d->watch = watch_new(d->capture, d->recorder, d->symbolizer, d->worker);
+	d->gilwatch = gilwatch_new(d->capture, d->recorder, d->worker);
 	d->snapsvc = snapsvc_new(d->loop, d->capture, d->recorder, d->symbolizer);
+	d->py_names = py_names_new();
+	if (!d->watch || !d->py_names)
+		return log_error_errno(-ENOMEM, "Out of memory"), EXIT_FAILURE;
+	watch_set_py_names(d->watch, d->py_names);
+	if (d->snapsvc)
+		snapsvc_set_py_names(d->snapsvc, d->py_names);
 	if (d->snapsvc && snapsvc_set_worker(d->snapsvc, d->worker) < 0)
 		return log_error_errno(-ENOMEM, "Out of memory"), EXIT_FAILURE;
 	if (d->snapsvc)
 		d->triggers = triggers_new(d->recorder, d->snapsvc, d->snapstore);
-	if (!d->watch || !d->snapsvc || !d->triggers)
+	if (!d->watch || !d->gilwatch || !d->snapsvc || !d->triggers)
 		return log_error_errno(-ENOMEM, "Out of memory"), EXIT_FAILURE;
 	r = triggers_configure(d->triggers, s->triggers, s->n_triggers, s->snapshot_formats);
 	if (r < 0)
@@ -360,8 +428,19 @@ static int run(struct daemon *d)
 		return log_error_errno(r, "Failed to set up the event loop: %m"), EXIT_FAILURE;
 	if (d->settings.record)
 		return daemon_record(d);
+	d->metrics = metrics_new(&(struct metrics_deps){
+		.recorder = d->recorder,
+		.snapsvc = d->snapsvc,
+		.snapstore = d->snapstore,
+		.triggers = d->triggers,
+		.settings = &d->settings,
+		.interference_missing = capture_interference_missing(d->capture),
+	});
+	if (!d->metrics)
+		return log_error_errno(-ENOMEM, "Out of memory"), EXIT_FAILURE;
 	deps = (struct control_deps){
 		.loop = d->loop,
+		.metrics = d->metrics,
 		.recorder = d->recorder,
 		.watch = d->watch,
 		.snapsvc = d->snapsvc,
@@ -412,8 +491,10 @@ int main(int argc, char **argv)
 
 	r = run(&d);
 
-	control_free(d.control);
+	/* first: the jobs' owners (control, the triggers) hear of their end while they exist */
 	snapjob_kill_all();
+	control_free(d.control);
+	metrics_free(d.metrics);
 	/* first of the modules: its last completions (-ECANCELED) still find what they name */
 	worker_free(d.worker);
 	if (d.signal_src.fd >= 0)
@@ -423,8 +504,11 @@ int main(int argc, char **argv)
 	triggers_free(d.triggers);
 	snapsvc_free(d.snapsvc);
 	watch_free(d.watch);
+	gilwatch_free(d.gilwatch);
+	py_names_free(d.py_names);
 	capture_free(d.capture); /* detaches every program */
 	recorder_free(d.recorder);
+	rawustacks_free(d.rawustacks);
 	symbolizer_free(d.symbolizer);
 	snapstore_free(d.snapstore);
 	loop_free(d.loop);

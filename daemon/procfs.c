@@ -122,6 +122,95 @@ static bool env_get(const char *env, size_t len, const char *name, char *buf, si
 	return false;
 }
 
+static bool all_hex(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!isxdigit((unsigned char)s[i]))
+			return false;
+	return true;
+}
+
+/* A pod uid, 36 characters of hex digits and '-' (the systemd driver writes '_'). */
+static bool pod_uid(const char *s, char ret[40])
+{
+	size_t n = 0;
+
+	while (n < 36 && (isxdigit((unsigned char)s[n]) || s[n] == '-' || s[n] == '_'))
+		n++;
+	if (n != 36)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		ret[i] = s[i] == '_' ? '-' : s[i];
+	ret[n] = 0;
+	return true;
+}
+
+void proc_cgroup_labels(const char *path, struct proc_labels *l)
+{
+	static const char *const runtimes[] = { "docker-", "cri-containerd-", "crio-", "libpod-", "containerd-" };
+	const char *seg = path, *end;
+
+	l->container[0] = l->pod[0] = 0;
+	for (; *seg; seg = *end ? end + 1 : end) {
+		const char *pod;
+		size_t n;
+
+		while (*seg == '/')
+			seg++;
+		end = strchrnul(seg, '/');
+		n = end - seg;
+		/* "pod<uid>" (cgroupfs driver), "kubepods-burstable-pod<uid>.slice" (systemd) */
+		for (pod = memmem(seg, n, "pod", 3); pod; pod = memmem(pod + 3, seg + n - pod - 3, "pod", 3))
+			if ((pod == seg || pod[-1] == '-') && (size_t)(pod + 3 - seg) + 36 <= n &&
+			    pod_uid(pod + 3, l->pod))
+				break;
+		if (n > 6 && !memcmp(end - 6, ".scope", 6))
+			n -= 6;
+		for (size_t i = 0; i < ARRAY_SIZE(runtimes); i++) {
+			size_t k = strlen(runtimes[i]);
+
+			if (n > k && !memcmp(seg, runtimes[i], k)) {
+				seg += k;
+				n -= k;
+				break;
+			}
+		}
+		/* a container id: 64 hex digits (docker, containerd, cri-o, podman) */
+		if (n == 64 && all_hex(seg, n)) {
+			memcpy(l->container, seg, 12);
+			l->container[12] = 0;
+		}
+	}
+}
+
+/* The labels of pid's cgroup v2 path, else (a hybrid host whose containers live in the v1
+ * hierarchies) of its v1 path of the cpu controller. */
+static void read_cgroup_labels(uint32_t pid, struct proc_labels *l)
+{
+	char path[64], buf[4096], *line, *save = NULL, *v1 = NULL;
+
+	snprintf(path, sizeof(path), "/proc/%u/cgroup", pid);
+	if (read_file(path, buf, sizeof(buf)) < 0)
+		return;
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *ctl = strchr(line, ':'), *p = ctl ? strchr(ctl + 1, ':') : NULL;
+
+		if (!p)
+			continue;
+		if (!strncmp(line, "0::", 3)) {
+			proc_cgroup_labels(p + 1, l);
+			if (l->container[0] || l->pod[0])
+				return;
+			continue;
+		}
+		*p = 0;
+		if (!v1 || strstr(ctl + 1, "cpu"))
+			v1 = p + 1;
+	}
+	if (v1)
+		proc_cgroup_labels(v1, l);
+}
+
 int proc_read_labels(uint32_t pid, struct proc_labels *ret)
 {
 	static const char *const rank[] = { "RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID" },
@@ -147,6 +236,7 @@ int proc_read_labels(uint32_t pid, struct proc_labels *ret)
 		;
 	for (size_t i = 0; i < ARRAY_SIZE(job) && !env_get(buf, n, job[i], l.job, sizeof(l.job)); i++)
 		;
+	read_cgroup_labels(pid, &l);
 	*ret = l;
 	return 0;
 }
@@ -263,4 +353,105 @@ uint64_t proc_self_rss(void)
 	if (sscanf(buf, "%llu %llu", &size, &resident) != 2)
 		return 0;
 	return resident * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+/* Whether the comma-separated list has word w. */
+static bool list_has(const char *list, size_t len, const char *w)
+{
+	size_t wl = strlen(w);
+
+	for (const char *p = list; p < list + len;) {
+		const char *c = memchr(p, ',', (size_t)(list + len - p));
+		size_t n = c ? (size_t)(c - p) : (size_t)(list + len - p);
+
+		if (n == wl && !memcmp(p, w, n))
+			return true;
+		p += n + 1;
+	}
+	return false;
+}
+
+/* The mount point of the cpu cgroup hierarchy, v1 (a "cgroup" mount with the cpu option) or
+ * v2 ("cgroup2"), mounted at its root; -ENOENT: none. */
+static int cpu_mount(bool v1, char *ret, size_t len)
+{
+	_cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[4096];
+
+	if (!f)
+		return negative_errno();
+	while (fgets(line, sizeof(line), f)) {
+		char root[1024], mnt[1024], type[64], src[256], opts[1024];
+		const char *dash = strstr(line, " - ");
+
+		if (!dash || sscanf(line, "%*s %*s %*s %1023s %1023s", root, mnt) != 2 ||
+		    sscanf(dash + 3, "%63s %255s %1023s", type, src, opts) != 3 || strcmp(root, "/"))
+			continue;
+		if (v1 ? !strcmp(type, "cgroup") && list_has(opts, strlen(opts), "cpu") : !strcmp(type, "cgroup2")) {
+			snprintf(ret, len, "%s", mnt);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int proc_read_cpu_bandwidth(uint32_t pid, uint32_t tid, struct cpu_bandwidth *ret)
+{
+	char path[4200], buf[4096], mnt[1024], val[128], cg[2048] = "";
+	struct cpu_bandwidth bw = { .quota_us = -1 };
+	bool v1 = false;
+	ssize_t n;
+	int r;
+
+	snprintf(path, sizeof(path), "/proc/%u/task/%u/cgroup", pid, tid);
+	n = read_file(path, buf, sizeof(buf));
+	if (n < 0)
+		return n;
+	/* "ID:CONTROLLERS:PATH" lines: a v1 hierarchy with cpu, else the v2 one ("0::PATH") */
+	for (char *line = buf, *next; line && *line; line = next) {
+		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = 0;
+		if (!c2)
+			continue;
+		if (list_has(c1 + 1, (size_t)(c2 - c1 - 1), "cpu")) {
+			snprintf(cg, sizeof(cg), "%s", c2 + 1);
+			v1 = true;
+			break;
+		}
+		if (c2 == c1 + 1 && !cg[0])
+			snprintf(cg, sizeof(cg), "%s", c2 + 1);
+	}
+	if (!cg[0])
+		return -ENOENT;
+	r = cpu_mount(v1, mnt, sizeof(mnt));
+	if (r < 0)
+		return r;
+	snprintf(bw.cgroup, sizeof(bw.cgroup), "%s", cg);
+	if (v1) {
+		long long q = -1;
+		unsigned long long per = 0;
+
+		snprintf(path, sizeof(path), "%s%s/cpu.cfs_quota_us", mnt, cg);
+		if (read_file(path, val, sizeof(val)) < 0 || sscanf(val, "%lld", &q) != 1)
+			return -ENOENT;
+		snprintf(path, sizeof(path), "%s%s/cpu.cfs_period_us", mnt, cg);
+		if (read_file(path, val, sizeof(val)) < 0 || sscanf(val, "%llu", &per) != 1)
+			return -ENOENT;
+		bw.quota_us = q < 0 ? -1 : q;
+		bw.period_us = per;
+	} else {
+		char q[32];
+		unsigned long long per = 0;
+
+		snprintf(path, sizeof(path), "%s%s/cpu.max", mnt, cg);
+		if (read_file(path, val, sizeof(val)) < 0 || sscanf(val, "%31s %llu", q, &per) != 2)
+			return -ENOENT; /* no cpu controller there */
+		bw.quota_us = strcmp(q, "max") ? strtoll(q, NULL, 10) : -1;
+		bw.period_us = per;
+	}
+	*ret = bw;
+	return 0;
 }

@@ -34,8 +34,28 @@ struct pidmap {
 	size_t cap, n; /* cap: a power of two */
 };
 
+/* Processes whose exit the kernel reported lately: records of their pid drained after
+ * the exit record, but older than it, are still theirs. */
+#define RECENT_EXITS 16
+struct recent_exit {
+	uint32_t pid;
+	uint64_t ts;
+	struct proc_rec *p; /* NULL: free slot */
+};
+
+/* pids the user quota refused lately: their records drained after the refusal are not
+ * looked up in /proc again (a fork or a rename that watches the pid anew clears it) */
+#define RECENT_REFUSED 16
+
 struct recorder {
 	struct recorder_limits lim;
+	struct recorder_hooks hooks;
+	struct recent_exit recent[RECENT_EXITS];
+	size_t recent_next, n_recent;
+	uint32_t refused_pids[RECENT_REFUSED];
+	size_t refused_next;
+	struct recorder_user *users; /* every uid that had a process here; few */
+	size_t n_users, cap_users;
 	struct proc_rec *host; /* --cpus: switches between unwatched tasks on recorded CPUs */
 	struct proc_rec **procs; /* all, live and exited, in the order they were watched */
 	size_t n_procs, cap_procs;
@@ -43,6 +63,7 @@ struct recorder {
 	uint64_t bytes;
 	uint64_t events;
 	uint64_t refused;
+	uint64_t unowned; /* recorder_unowned */
 };
 
 static size_t pidmap_slot(const struct pidmap *m, uint32_t pid)
@@ -129,12 +150,50 @@ struct recorder *recorder_new(const struct recorder_limits *lim)
 	return rec;
 }
 
+static void gil_stack_clear(struct gil_stack *s)
+{
+	for (uint32_t i = 0; i < s->n_frames; i++) {
+		free(s->frames[i].function);
+		free(s->frames[i].file);
+	}
+	s->n_frames = 0;
+}
+
+int gil_state_add_stack(struct gil_state *g, struct gil_stack *s)
+{
+	if (!g->stacks) {
+		g->stacks = calloc(GIL_STACKS_MAX, sizeof(*g->stacks));
+		if (!g->stacks) {
+			gil_stack_clear(s);
+			return -ENOMEM;
+		}
+	}
+	if (g->n_stacks == GIL_STACKS_MAX)
+		gil_stack_clear(&g->stacks[g->next]);
+	else
+		g->n_stacks++;
+	g->stacks[g->next] = *s;
+	g->next = (g->next + 1) % GIL_STACKS_MAX;
+	s->n_frames = 0;
+	return 0;
+}
+
+void gil_state_done(struct gil_state *g)
+{
+	for (size_t i = 0; g->stacks && i < GIL_STACKS_MAX; i++)
+		gil_stack_clear(&g->stacks[i]);
+	free(g->stacks);
+	g->stacks = NULL;
+	g->n_stacks = g->next = 0;
+}
+
 static void proc_rec_free(struct proc_rec *p)
 {
 	struct chunk *c, *next;
 
 	if (!p)
 		return;
+	gil_state_done(&p->gil);
 	for (c = p->head; c; c = next) {
 		next = c->next;
 		free(c);
@@ -142,6 +201,7 @@ static void proc_rec_free(struct proc_rec *p)
 	free(p->threads);
 	free(p->cmdline);
 	free(p->final_hists);
+	timeacct_free(&p->acct);
 	free(p);
 }
 
@@ -153,6 +213,7 @@ void recorder_free(struct recorder *rec)
 		proc_rec_free(rec->procs[i]);
 	proc_rec_free(rec->host);
 	free(rec->procs);
+	free(rec->users);
 	pidmap_free(&rec->live);
 	free(rec);
 }
@@ -160,6 +221,187 @@ void recorder_free(struct recorder *rec)
 void recorder_set_limits(struct recorder *rec, const struct recorder_limits *lim)
 {
 	rec->lim = *lim;
+}
+
+void recorder_set_hooks(struct recorder *rec, const struct recorder_hooks *hooks)
+{
+	rec->hooks = *hooks;
+}
+
+static struct recorder_user *user_find(const struct recorder *rec, uint32_t uid)
+{
+	for (size_t i = 0; i < rec->n_users; i++)
+		if (rec->users[i].uid == uid)
+			return &rec->users[i];
+	return NULL;
+}
+
+/* The entry of uid, made if there is none; NULL: no memory. */
+static struct recorder_user *user_get(struct recorder *rec, uint32_t uid)
+{
+	struct recorder_user *u = user_find(rec, uid);
+
+	if (u)
+		return u;
+	if (rec->n_users == rec->cap_users) {
+		size_t cap = rec->cap_users ? rec->cap_users * 2 : 8;
+		struct recorder_user *v = realloc(rec->users, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		rec->users = v;
+		rec->cap_users = cap;
+	}
+	u = &rec->users[rec->n_users++];
+	*u = (struct recorder_user){ .uid = uid };
+	return u;
+}
+
+static uint32_t owner_of(const struct proc_rec *p)
+{
+	return p->info.cred.uid;
+}
+
+/* p is no longer live: its pid is out of the live map, its user has one less. */
+static void live_del(struct recorder *rec, struct proc_rec *p)
+{
+	struct recorder_user *u = user_find(rec, owner_of(p));
+
+	pidmap_del(&rec->live, p->info.pid);
+	if (u && u->live)
+		u->live--;
+}
+
+void recorder_user(const struct recorder *rec, uint32_t uid, struct recorder_user *ret)
+{
+	const struct recorder_user *u = user_find(rec, uid);
+
+	*ret = u ? *u : (struct recorder_user){ .uid = uid };
+}
+
+size_t recorder_users(const struct recorder *rec, const struct recorder_user **ret)
+{
+	*ret = rec->users;
+	return rec->n_users;
+}
+
+bool recorder_user_over_quota(const struct recorder *rec, uint32_t uid)
+{
+	const struct recorder_user *u = user_find(rec, uid);
+
+	return uid != 0 && rec->lim.user_procs && u && u->live >= rec->lim.user_procs;
+}
+
+struct proc_rec *recorder_quota_victim(const struct recorder *rec)
+{
+	struct proc_rec *victim = NULL;
+	const struct recorder_user *most = NULL;
+
+	for (size_t i = 0; i < rec->n_users; i++) {
+		const struct recorder_user *u = &rec->users[i];
+		struct proc_rec *newest = NULL;
+
+		if (u->uid == 0 || (most && u->live <= most->live))
+			continue;
+		for (size_t j = rec->n_procs; j-- > 0 && !newest;) {
+			struct proc_rec *p = rec->procs[j];
+
+			if (!p->exit_ns && owner_of(p) == u->uid && p->reason != HP_WATCH_PID)
+				newest = p;
+		}
+		if (newest) {
+			most = u;
+			victim = newest;
+		}
+	}
+	return victim;
+}
+
+static bool recently_refused(const struct recorder *rec, uint32_t pid)
+{
+	for (size_t i = 0; i < RECENT_REFUSED; i++)
+		if (rec->refused_pids[i] == pid)
+			return true;
+	return false;
+}
+
+static void refused_forget(struct recorder *rec, uint32_t pid)
+{
+	for (size_t i = 0; i < RECENT_REFUSED; i++)
+		if (rec->refused_pids[i] == pid)
+			rec->refused_pids[i] = 0;
+}
+
+static void recent_add(struct recorder *rec, struct proc_rec *p, uint64_t ts)
+{
+	struct recent_exit *x = &rec->recent[rec->recent_next++ % RECENT_EXITS];
+
+	if (!x->p)
+		rec->n_recent++;
+	*x = (struct recent_exit){ .pid = p->info.pid, .ts = ts, .p = p };
+}
+
+static void recent_forget(struct recorder *rec, const struct proc_rec *p)
+{
+	for (size_t i = 0; i < RECENT_EXITS; i++)
+		if (rec->recent[i].p == p) {
+			rec->recent[i] = (struct recent_exit){};
+			rec->n_recent--;
+		}
+}
+
+/* The process that exited lately as pid's holder at ts (the earliest exit at or after
+ * ts), NULL if none. */
+static struct proc_rec *recent_holder(const struct recorder *rec, uint32_t pid, uint64_t ts)
+{
+	const struct recent_exit *best = NULL;
+
+	for (size_t i = 0; i < RECENT_EXITS; i++) {
+		const struct recent_exit *x = &rec->recent[i];
+
+		if (x->p && x->pid == pid && ts <= x->ts && (!best || x->ts < best->ts))
+			best = x;
+	}
+	return best ? best->p : NULL;
+}
+
+/* The holder of pid that exited last among the recent exits; NULL if none. */
+static struct proc_rec *recent_last(const struct recorder *rec, uint32_t pid)
+{
+	const struct recent_exit *best = NULL;
+
+	for (size_t i = 0; i < RECENT_EXITS; i++) {
+		const struct recent_exit *x = &rec->recent[i];
+
+		if (x->p && x->pid == pid && (!best || x->ts > best->ts))
+			best = x;
+	}
+	return best ? best->p : NULL;
+}
+
+/* The latest exit of pid's holders the kernel reported lately; 0 if none. */
+static uint64_t recent_exit_of(const struct recorder *rec, uint32_t pid)
+{
+	uint64_t ts = 0;
+
+	for (size_t i = 0; i < RECENT_EXITS; i++)
+		if (rec->recent[i].p && rec->recent[i].pid == pid)
+			ts = MAX(ts, rec->recent[i].ts);
+	return ts;
+}
+
+/* The process a record of pid at ts belongs to: the live one with that pid, unless the
+ * record is older than the exit of the pid's previous holder (then that one's, while it
+ * is among the recent exits); NULL if none. */
+static struct proc_rec *holder(const struct recorder *rec, uint32_t pid, uint64_t ts)
+{
+	struct proc_rec *p = pidmap_get(&rec->live, pid);
+
+	if (p && ts > p->pid_free_ns)
+		return p;
+	if (!rec->n_recent)
+		return NULL;
+	return recent_holder(rec, pid, ts);
 }
 
 static void set_thread_name(struct proc_rec *p, uint32_t tid, const char *comm)
@@ -219,10 +461,13 @@ static void describe_reason(struct proc_rec *p)
 	}
 }
 
-int recorder_watch(struct recorder *rec, uint32_t pid, uint32_t reason, uint32_t parent, uint64_t now,
-		   struct proc_rec **ret)
+/* recorder_watch, and with ret_refused_uid set, refused (-EDQUOT, and whose it is) when
+ * its user has no room. */
+static int watch_proc(struct recorder *rec, uint32_t pid, uint32_t reason, uint32_t parent, uint64_t now,
+		      uint32_t *ret_refused_uid, struct proc_rec **ret)
 {
 	struct proc_rec *p = pidmap_get(&rec->live, pid);
+	struct recorder_user *u;
 	int r;
 
 	if (p) {
@@ -238,12 +483,25 @@ int recorder_watch(struct recorder *rec, uint32_t pid, uint32_t reason, uint32_t
 		free(p);
 		return r;
 	}
+	u = user_get(rec, owner_of(p));
+	if (!u) {
+		free(p);
+		return -ENOMEM;
+	}
+	if (ret_refused_uid && recorder_user_over_quota(rec, u->uid)) {
+		u->refused++;
+		*ret_refused_uid = u->uid;
+		free(p);
+		return -EDQUOT;
+	}
 	/* not its cmdline: reading it takes the process's mmap_lock, which the process can
 	 * hold as long as it likes; watch.c reads it on the worker */
 	(void)proc_for_each_task(pid, add_task_name, p);
 	p->reason = reason;
 	p->parent = parent;
 	p->watch_ns = now;
+	p->acct.since_ns = now;
+	p->pid_free_ns = recent_exit_of(rec, pid);
 	p->maps_dirty = true; /* its mappings are read on the next tick */
 	describe_reason(p);
 
@@ -264,9 +522,16 @@ int recorder_watch(struct recorder *rec, uint32_t pid, uint32_t reason, uint32_t
 		return r;
 	}
 	rec->procs[rec->n_procs++] = p;
+	u->live++;
 	if (ret)
 		*ret = p;
 	return 0;
+}
+
+int recorder_watch(struct recorder *rec, uint32_t pid, uint32_t reason, uint32_t parent, uint64_t now,
+		   struct proc_rec **ret)
+{
+	return watch_proc(rec, pid, reason, parent, now, NULL, ret);
 }
 
 struct proc_rec *recorder_find_live(const struct recorder *rec, uint32_t pid)
@@ -280,8 +545,9 @@ struct proc_rec *recorder_find(const struct recorder *rec, uint32_t pid)
 
 	if (p)
 		return p;
+	/* NULL: freed by the tick that calls freed_fn now */
 	for (size_t i = rec->n_procs; i-- > 0;)
-		if (rec->procs[i]->info.pid == pid)
+		if (rec->procs[i] && rec->procs[i]->info.pid == pid)
 			return rec->procs[i];
 	return NULL;
 }
@@ -298,45 +564,100 @@ static void drop_head(struct recorder *rec, struct proc_rec *p, bool for_space)
 	if (!p->head)
 		p->tail = NULL;
 	p->bytes -= RECORDER_CHUNK;
-	if (p != rec->host)
+	if (p != rec->host) {
+		struct recorder_user *u = user_find(rec, owner_of(p));
+
 		rec->bytes -= RECORDER_CHUNK;
+		if (u)
+			u->bytes -= RECORDER_CHUNK;
+	}
 	free(c);
 }
 
-/* Make room for one more chunk of p: under the per-process budget its own oldest chunks
- * go, then under the global one the chunks whose newest record is the oldest of all
- * processes. Each record dropped is counted in its process's `evicted`. The host
- * recorder (--cpus) has its own budget, outside memory_bytes. */
-static void make_room(struct recorder *rec, struct proc_rec *p)
+/* The process, of uid's (any's: NULL), whose oldest chunk is the oldest; NULL if none. */
+static struct proc_rec *oldest_of(const struct recorder *rec, const uint32_t *uid)
 {
+	struct proc_rec *oldest = NULL;
+
+	for (size_t i = 0; i < rec->n_procs; i++) {
+		struct proc_rec *q = rec->procs[i];
+
+		if (!q->head || (uid && owner_of(q) != *uid))
+			continue;
+		if (!oldest || q->head->max_ts < oldest->head->max_ts)
+			oldest = q;
+	}
+	return oldest;
+}
+
+/* Where a root process's new chunk comes from under the global budget: the oldest chunk of
+ * the user (root too) that holds the most. */
+static struct proc_rec *oldest_of_largest(const struct recorder *rec)
+{
+	const struct recorder_user *most = NULL;
+
+	for (size_t i = 0; i < rec->n_users; i++) {
+		const struct recorder_user *u = &rec->users[i];
+
+		/* a user that holds as much as root goes before root */
+		if (u->bytes && (!most || u->bytes > most->bytes || (u->bytes == most->bytes && most->uid == 0)))
+			most = u;
+	}
+	return most ? oldest_of(rec, &most->uid) : NULL;
+}
+
+/*
+ * Make room for one more chunk of p: under the per-process budget its own oldest chunks
+ * go; under its user's budget (not root's) the oldest of that user's; under the global
+ * one the oldest of that user's too, or for a root process the oldest of the user that
+ * holds the most. Each record dropped is counted in its process's `evicted`. false: no
+ * room that p's user may take (the global budget is full of others' history). The host
+ * recorder (--cpus) has its own budget, outside memory_bytes.
+ */
+static bool make_room(struct recorder *rec, struct proc_rec *p)
+{
+	uint32_t uid = owner_of(p);
+	struct recorder_user *u;
+	struct proc_rec *q;
+
 	if (p == rec->host) {
 		while (p->head && p->bytes + RECORDER_CHUNK > rec->lim.host_bytes)
 			drop_head(rec, p, true);
-		return;
+		return true;
 	}
 	while (p->head && p->bytes + RECORDER_CHUNK > rec->lim.buffer_bytes)
 		drop_head(rec, p, true);
+	u = user_find(rec, uid);
+	if (uid != 0 && u && rec->lim.user_bytes)
+		while (u->bytes + RECORDER_CHUNK > rec->lim.user_bytes && (q = oldest_of(rec, &uid)))
+			drop_head(rec, q, true);
 	while (rec->bytes + RECORDER_CHUNK > rec->lim.memory_bytes) {
-		struct proc_rec *oldest = NULL;
-
-		for (size_t i = 0; i < rec->n_procs; i++) {
-			struct proc_rec *q = rec->procs[i];
-
-			if (q->head && (!oldest || q->head->max_ts < oldest->head->max_ts))
-				oldest = q;
-		}
-		if (!oldest)
+		q = uid == 0 ? oldest_of_largest(rec) : oldest_of(rec, &uid);
+		if (!q)
 			break;
-		drop_head(rec, oldest, true);
+		drop_head(rec, q, true);
 	}
+	if (uid == 0 || !u)
+		return true;
+	if ((rec->lim.user_bytes && u->bytes + RECORDER_CHUNK > rec->lim.user_bytes) ||
+	    (rec->bytes && rec->bytes + RECORDER_CHUNK > rec->lim.memory_bytes)) {
+		u->dropped++;
+		return false;
+	}
+	return true;
 }
 
 static void append_to(struct recorder *rec, struct proc_rec *p, const struct hp_hdr *hdr)
 {
 	struct chunk *c = p->tail;
 
+	if (p != rec->host)
+		timeacct_record(&p->acct, p->info.pid, hdr);
 	if (!c || c->used + hdr->size > RECORDER_CHUNK - sizeof(struct chunk)) {
-		make_room(rec, p);
+		if (!make_room(rec, p)) {
+			p->evicted++;
+			return;
+		}
 		c = malloc(RECORDER_CHUNK);
 		if (!c) {
 			p->evicted++;
@@ -353,8 +674,13 @@ static void append_to(struct recorder *rec, struct proc_rec *p, const struct hp_
 			p->head = c;
 		p->tail = c;
 		p->bytes += RECORDER_CHUNK;
-		if (p != rec->host)
+		if (p != rec->host) {
+			struct recorder_user *u = user_find(rec, owner_of(p));
+
 			rec->bytes += RECORDER_CHUNK;
+			if (u)
+				u->bytes += RECORDER_CHUNK;
+		}
 	}
 	memcpy(c->data + c->used, hdr, hdr->size);
 	c->used += hdr->size;
@@ -364,14 +690,46 @@ static void append_to(struct recorder *rec, struct proc_rec *p, const struct hp_
 	p->events++;
 }
 
-/* The live record for pid; created on first sight of a process the kernel started watching. */
+/* The live record for pid; created on first sight of a process the kernel started
+ * watching, if its user has room (else the kernel is told to stop). birth: the record that
+ * made it watched in the kernel (a fork, a rename), not one of its later ones. */
 static struct proc_rec *live_or_new(struct recorder *rec, uint32_t pid, uint32_t reason, uint32_t parent,
-				    uint64_t ts)
+				    uint64_t ts, bool birth)
 {
-	struct proc_rec *p = pidmap_get(&rec->live, pid);
+	struct proc_rec *p = holder(rec, pid, ts);
+	uint32_t uid;
+	int r;
 
-	if (p || recorder_watch(rec, pid, reason, parent, ts, &p) < 0)
-		return p;
+	if (p || pidmap_get(&rec->live, pid) || ts <= recent_exit_of(rec, pid))
+		return p; /* a record of a holder of pid that is gone from here */
+	/*
+	 * Newer than the exit of pid's last holder, and not a birth: its dying threads' last
+	 * records, or a new holder's drained before its fork. The kernel's exit record comes as
+	 * the last thread begins to exit, which then frees its memory and files (switches in D
+	 * ms later, in a memory cgroup at its limit); the pid is free once it is reaped. So the
+	 * old holder's while /proc shows it still (the same start time) or nothing (reaped
+	 * since: no new holder yet); a new process otherwise.
+	 */
+	if (!birth && (p = recent_last(rec, pid))) {
+		struct proc_info now;
+
+		if (proc_read_info(pid, &now) < 0 || now.start_time == p->info.start_time)
+			return p;
+	}
+	p = NULL;
+	if (birth)
+		refused_forget(rec, pid);
+	else if (recently_refused(rec, pid))
+		return NULL;
+	r = watch_proc(rec, pid, reason, parent, ts, &uid, &p);
+	if (r == -EDQUOT) {
+		rec->refused_pids[rec->refused_next++ % RECENT_REFUSED] = pid;
+		if (rec->hooks.refused)
+			rec->hooks.refused(rec->hooks.ud, pid, uid);
+		return NULL;
+	}
+	if (r < 0)
+		return NULL;
 	log_info("watching pid %u (%s): %s", pid, p->info.comm, p->why);
 	return p;
 }
@@ -388,6 +746,10 @@ static bool syscall_changes_maps(uint32_t nr)
 	return false;
 }
 
+/* hp_switch.prev_state of a task that exits (the tracepoint's encoding: X, Z) */
+#define SWITCH_STATE_DEAD 0x10
+#define SWITCH_STATE_ZOMBIE 0x20
+
 /*
  * The drain's dispatch: one handler per record type, append_<name> for each type of
  * HP_RECORDS. Those of switches, names, forks, execs and syscalls do more than file the
@@ -401,7 +763,7 @@ static void append_switch(struct recorder *rec, const struct hp_hdr *hdr)
 	if (!(e->flags & (HP_SW_PREV_WATCHED | HP_SW_NEXT_WATCHED))) {
 		/* who ran on the CPU where a watched thread waited: kept with its process */
 		if (e->flags & HP_SW_VICTIM_CPU) {
-			p = pidmap_get(&rec->live, e->victim_pid);
+			p = holder(rec, e->victim_pid, hdr->ts);
 			if (p)
 				append_to(rec, p, hdr);
 		}
@@ -411,21 +773,28 @@ static void append_switch(struct recorder *rec, const struct hp_hdr *hdr)
 		return;
 	}
 	if (e->flags & HP_SW_PREV_WATCHED) {
-		p = live_or_new(rec, e->prev_pid, HP_WATCH_GLOB, 0, hdr->ts);
+		p = NULL;
+		/* its last switch-out as it died (X, Z): its last holder's, whoever has taken
+		 * the pid since (drained after a new process took it, /proc shows that one) */
+		if ((e->prev_state & (SWITCH_STATE_DEAD | SWITCH_STATE_ZOMBIE)) && !pidmap_get(&rec->live, e->prev_pid) &&
+		    hdr->ts > recent_exit_of(rec, e->prev_pid))
+			p = recent_last(rec, e->prev_pid);
+		if (!p)
+			p = live_or_new(rec, e->prev_pid, HP_WATCH_GLOB, 0, hdr->ts, false);
 		if (p)
 			append_to(rec, p, hdr);
 	}
 	if ((e->flags & HP_SW_NEXT_WATCHED) && !((e->flags & HP_SW_PREV_WATCHED) && e->next_pid == e->prev_pid)) {
-		p = live_or_new(rec, e->next_pid, HP_WATCH_GLOB, 0, hdr->ts);
+		p = live_or_new(rec, e->next_pid, HP_WATCH_GLOB, 0, hdr->ts, false);
 		if (p)
 			append_to(rec, p, hdr);
 	}
 }
 
-static void append_comm(struct recorder *rec, const struct hp_hdr *hdr)
+static void file_comm(struct recorder *rec, const struct hp_hdr *hdr, bool birth)
 {
 	const struct hp_comm *e = (const void *)hdr;
-	struct proc_rec *p = live_or_new(rec, e->pid, HP_WATCH_GLOB, 0, hdr->ts);
+	struct proc_rec *p = live_or_new(rec, e->pid, HP_WATCH_GLOB, 0, hdr->ts, birth);
 
 	if (!p)
 		return;
@@ -433,10 +802,40 @@ static void append_comm(struct recorder *rec, const struct hp_hdr *hdr)
 	append_to(rec, p, hdr);
 }
 
+static void append_comm(struct recorder *rec, const struct hp_hdr *hdr)
+{
+	file_comm(rec, hdr, false);
+}
+
 /* The rename that made a process watched: kept as a rename. */
 static void append_watch(struct recorder *rec, const struct hp_hdr *hdr)
 {
-	append_comm(rec, hdr);
+	file_comm(rec, hdr, true);
+}
+
+/* p exited at ts (the kernel said so): no longer live, and its pid is free. */
+static void end_process(struct recorder *rec, struct proc_rec *p, uint64_t ts, const char *how)
+{
+	p->exit_ns = ts;
+	live_del(rec, p);
+	recent_add(rec, p, ts);
+	log_info("pid %u (%s) %s; its history stays for the window", p->info.pid, p->info.comm, how);
+	if (rec->hooks.gone)
+		rec->hooks.gone(rec->hooks.ud, p);
+}
+
+/* A new process got pid: a live one of that pid watched before the fork is gone (its
+ * exit record was lost), unless it is the child itself, watched by request in between. */
+static void end_previous_holder(struct recorder *rec, uint32_t pid, uint64_t ts)
+{
+	struct proc_rec *p = pidmap_get(&rec->live, pid);
+	struct proc_info now;
+
+	if (!p || p->watch_ns >= ts)
+		return;
+	if (proc_read_info(pid, &now) >= 0 && now.start_time == p->info.start_time)
+		return;
+	end_process(rec, p, ts, "exited (its pid went to a new process)");
 }
 
 static void append_fork(struct recorder *rec, const struct hp_hdr *hdr)
@@ -445,11 +844,18 @@ static void append_fork(struct recorder *rec, const struct hp_hdr *hdr)
 	struct proc_rec *p;
 
 	if (e->child_pid != e->parent_pid) {
-		p = live_or_new(rec, e->child_pid, HP_WATCH_CHILD, e->parent_pid, hdr->ts);
+		end_previous_holder(rec, e->child_pid, hdr->ts);
+		p = live_or_new(rec, e->child_pid, HP_WATCH_CHILD, e->parent_pid, hdr->ts, true);
+		if (p && p->reason == HP_WATCH_GLOB && p->watch_ns >= hdr->ts) {
+			/* made by one of its own records, drained before this one */
+			p->reason = HP_WATCH_CHILD;
+			p->parent = e->parent_pid;
+			describe_reason(p);
+		}
 		if (p)
 			set_thread_name(p, e->child_tid, e->comm);
 	}
-	p = live_or_new(rec, e->parent_pid, HP_WATCH_GLOB, 0, hdr->ts);
+	p = live_or_new(rec, e->parent_pid, HP_WATCH_GLOB, 0, hdr->ts, false);
 	if (!p)
 		return;
 	if (e->child_pid == e->parent_pid)
@@ -457,13 +863,15 @@ static void append_fork(struct recorder *rec, const struct hp_hdr *hdr)
 	append_to(rec, p, hdr);
 }
 
-/* File a record with the live process pid, if it is one (no /proc reads here); that process. */
+/* File a record with the process that holds pid, if it is one (no /proc reads here); that process. */
 static struct proc_rec *append_to_live(struct recorder *rec, uint32_t pid, const struct hp_hdr *hdr)
 {
-	struct proc_rec *p = pidmap_get(&rec->live, pid);
+	struct proc_rec *p = holder(rec, pid, hdr->ts);
 
 	if (p)
 		append_to(rec, p, hdr);
+	else
+		rec->unowned++; /* shown as the drop cause no_process */
 	return p;
 }
 
@@ -478,8 +886,21 @@ static void append_exec(struct recorder *rec, const struct hp_hdr *hdr)
 	memcpy(p->info.comm, e->comm, HP_COMM_LEN);
 	p->info.comm[HP_COMM_LEN - 1] = 0;
 	p->maps_dirty = true;
+	p->py_checked = false; /* it may be CPython now, or no more */
+	p->py_tries = 0;
 	if (!p->exec_since_check_ns)
 		p->exec_since_check_ns = hdr->ts; /* credentials may have changed here (watch.c) */
+}
+
+/* The exit of a process's last thread: the kernel stopped watching its pid, which may
+ * name another process before the next tick. */
+static void append_exit(struct recorder *rec, const struct hp_hdr *hdr)
+{
+	const struct hp_exit *e = (const void *)hdr;
+	struct proc_rec *p = append_to_live(rec, e->pid, hdr);
+
+	if (p && (e->flags & HP_EXIT_GROUP) && !p->exit_ns)
+		end_process(rec, p, hdr->ts, "exited");
 }
 
 static void append_syscall(struct recorder *rec, const struct hp_hdr *hdr)
@@ -497,7 +918,6 @@ static void append_syscall(struct recorder *rec, const struct hp_hdr *hdr)
 	{                                                                         \
 		(void)append_to_live(rec, ((const struct st *)hdr)->pid, hdr);    \
 	}
-APPEND_TO_LIVE(exit, hp_exit)
 APPEND_TO_LIVE(wake, hp_wake)
 APPEND_TO_LIVE(migrate, hp_migrate)
 APPEND_TO_LIVE(offcpu, hp_offcpu)
@@ -507,7 +927,20 @@ APPEND_TO_LIVE(irq, hp_irq)
 APPEND_TO_LIVE(reclaim, hp_reclaim)
 APPEND_TO_LIVE(faults, hp_faults)
 APPEND_TO_LIVE(lock, hp_lock)
+APPEND_TO_LIVE(gil, hp_gil)
+APPEND_TO_LIVE(pystack, hp_pystack)
+APPEND_TO_LIVE(pygc, hp_pygc)
 #undef APPEND_TO_LIVE
+
+/* The drain turns these into samples (rawsample.c) before they come here: recorder_append
+ * refuses one that does come, as it refuses a record that does not parse. */
+static void append_rawsample(struct recorder *rec, const struct hp_hdr *hdr)
+{
+}
+
+static void append_rawustack(struct recorder *rec, const struct hp_hdr *hdr)
+{
+}
 
 static void (*const append_fn[HP_EV_MAX])(struct recorder *rec, const struct hp_hdr *hdr) = {
 #define X_APPEND(type, st, name, frames) [type] = append_##name,
@@ -517,7 +950,7 @@ static void (*const append_fn[HP_EV_MAX])(struct recorder *rec, const struct hp_
 
 int recorder_append(struct recorder *rec, const struct hp_hdr *hdr)
 {
-	if (record_check(hdr, hdr->size) < 0) {
+	if (record_check(hdr, hdr->size) < 0 || hdr->type == HP_EV_RAWSAMPLE || hdr->type == HP_EV_RAWUSTACK) {
 		rec->refused++;
 		return -EBADMSG;
 	}
@@ -526,12 +959,26 @@ int recorder_append(struct recorder *rec, const struct hp_hdr *hdr)
 	return 0;
 }
 
-static bool proc_gone(const struct proc_rec *p)
+#define PROC_UNREAD_TICKS 5
+
+static bool proc_gone(struct proc_rec *p)
 {
 	struct proc_info now;
+	int r = proc_read_info(p->info.pid, &now);
 
-	if (proc_read_info(p->info.pid, &now) < 0)
+	/* gone when /proc says so; a read that failed otherwise (no memory, no file
+	 * descriptors, a line not parsed) is tried again for a few ticks first */
+	if (r == -ENOENT || r == -ESRCH)
 		return true;
+	if (r < 0) {
+		if (++p->unread_ticks >= PROC_UNREAD_TICKS) {
+			log_internal(LOG_WARNING, r, "pid %u: /proc/%u unreadable %u ticks in a row: %m; taken as gone",
+				     p->info.pid, p->info.pid, p->unread_ticks);
+			return true;
+		}
+		return false;
+	}
+	p->unread_ticks = 0;
 	return now.start_time != p->info.start_time;
 }
 
@@ -539,7 +986,8 @@ void recorder_tick(struct recorder *rec, uint64_t now, void (*gone_fn)(void *ud,
 		   void (*freed_fn)(void *ud, uint32_t pid), void *ud)
 {
 	uint64_t horizon = now > rec->lim.window_ns ? now - rec->lim.window_ns : 0;
-	size_t keep = 0;
+	_cleanup_free_ uint32_t *freed = NULL; /* told after the array is whole again */
+	size_t keep = 0, n_freed = 0;
 
 	while (rec->host && rec->host->head && rec->host->head->max_ts < horizon)
 		drop_head(rec, rec->host, false);
@@ -551,7 +999,10 @@ void recorder_tick(struct recorder *rec, uint64_t now, void (*gone_fn)(void *ud,
 			drop_head(rec, p, false);
 		if (!p->exit_ns && proc_gone(p)) {
 			p->exit_ns = now;
-			pidmap_del(&rec->live, p->info.pid);
+			live_del(rec, p);
+			/* its records still queued in the rings, older than now, stay its own: a
+			 * rename among them must not watch its pid again (a zombie still reads) */
+			recent_add(rec, p, now);
 			log_info("pid %u (%s) exited; its history stays for the window", p->info.pid,
 				 p->info.comm);
 			if (gone_fn)
@@ -560,14 +1011,23 @@ void recorder_tick(struct recorder *rec, uint64_t now, void (*gone_fn)(void *ud,
 		if (p->exit_ns && !p->head && p->exit_ns < horizon) {
 			uint32_t pid = p->info.pid;
 
+			recent_forget(rec, p);
+			/* out of the array before freed_fn looks into it (recorder_find) */
+			rec->procs[i] = NULL;
 			proc_rec_free(p);
-			if (freed_fn)
-				freed_fn(ud, pid);
+			/* freed_fn may look processes up (recorder_find): not while procs[] still
+			 * holds this one */
+			if (freed_fn && !freed)
+				freed = malloc(rec->n_procs * sizeof(*freed));
+			if (freed)
+				freed[n_freed++] = pid;
 			continue;
 		}
 		rec->procs[keep++] = p;
 	}
 	rec->n_procs = keep;
+	for (size_t i = 0; i < n_freed; i++)
+		freed_fn(ud, freed[i]);
 }
 
 size_t recorder_count(const struct recorder *rec)
@@ -595,9 +1055,23 @@ uint64_t recorder_refused(const struct recorder *rec)
 	return rec->refused;
 }
 
+uint64_t recorder_unowned(const struct recorder *rec)
+{
+	return rec->unowned;
+}
+
 const struct recorder_limits *recorder_limits(const struct recorder *rec)
 {
 	return &rec->lim;
+}
+
+void recorder_gone(struct recorder *rec, struct proc_rec *p, uint64_t now)
+{
+	if (p->exit_ns)
+		return;
+	p->exit_ns = now;
+	live_del(rec, p);
+	log_info("pid %u (%s) exited; its history stays for the window", p->info.pid, p->info.comm);
 }
 
 void recorder_stop(struct recorder *rec, struct proc_rec *p, uint64_t now)
@@ -606,7 +1080,7 @@ void recorder_stop(struct recorder *rec, struct proc_rec *p, uint64_t now)
 		return;
 	p->exit_ns = now;
 	p->unwatched = true;
-	pidmap_del(&rec->live, p->info.pid);
+	live_del(rec, p);
 }
 
 int recorder_enable_host(struct recorder *rec, bool on)

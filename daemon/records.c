@@ -14,7 +14,8 @@ int record_check(const void *data, size_t size)
 {
 	const struct hp_hdr *hdr = data;
 
-	if (size < sizeof(*hdr) || size > HP_MAX_RECORD || hdr->size != size)
+	if (size < sizeof(*hdr) || hdr->size != size ||
+	    size > (hdr->type == HP_EV_RAWSAMPLE || hdr->type == HP_EV_RAWUSTACK ? HP_MAX_RAW_RECORD : HP_MAX_RECORD))
 		return -EBADMSG;
 	switch (hdr->type) {
 #define X_CHECK(type, st, name, frames)                                                         \

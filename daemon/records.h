@@ -14,7 +14,9 @@
 /*
  * 0 when data[0, size) is one whole record of a known type: its header says `size`, it
  * holds at least its type's struct and exactly the frames that struct says follow it (a
- * fixed-size record: exactly its struct), and it is at most HP_MAX_RECORD bytes.
+ * fixed-size record: exactly its struct), and it is at most HP_MAX_RECORD bytes
+ * (HP_MAX_RAW_RECORD for HP_EV_RAWSAMPLE and HP_EV_RAWUSTACK, which the drain unwinds and
+ * never records).
  * -EBADMSG otherwise.
  */
 int record_check(const void *data, size_t size);

@@ -20,12 +20,13 @@ int daemon_reload(struct daemon *d)
 		return r < 0 ? r : -EINVAL;
 	}
 	if (strcmp(s.socket, d->settings.socket) || s.ring_kb != d->settings.ring_kb ||
-	    s.force_raw_tp != d->settings.force_raw_tp)
-		log_warning("socket, ring_kb and force_raw_tp change only with a restart, ignoring");
+	    s.force_raw_tp != d->settings.force_raw_tp || s.force_task_hash != d->settings.force_task_hash)
+		log_warning("socket, ring_kb, force_raw_tp and force_task_hash change only with a restart, ignoring");
 	free(s.socket);
 	s.socket = TAKE_PTR(d->settings.socket);
 	s.ring_kb = d->settings.ring_kb;
 	s.force_raw_tp = d->settings.force_raw_tp;
+	s.force_task_hash = d->settings.force_task_hash;
 	settings_free(&d->settings);
 	d->settings = s;
 	r = triggers_configure(d->triggers, d->settings.triggers, d->settings.n_triggers, d->settings.snapshot_formats);

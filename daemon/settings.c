@@ -27,23 +27,35 @@ enum {
 	OPT_SOCKET_GROUP,
 	OPT_PID,
 	OPT_WATCH_THREAD,
+	OPT_DISPATCH_THREAD,
 	OPT_RING_KB,
 	OPT_WINDOW,
 	OPT_BUFFER_MB,
 	OPT_MEMORY_MB,
+	OPT_USER_WATCHED,
+	OPT_USER_MEMORY_MB,
+	OPT_SYMBOLIZER_MB,
 	OPT_FORCE_RAW_TP,
+	OPT_FORCE_TASK_HASH,
+	OPT_SYSCALLS,
 	OPT_SYSCALL_MIN_US,
 	OPT_OFFCPU_MIN_US,
 	OPT_SAMPLE_HZ,
+	OPT_UNWIND,
+	OPT_UNWIND_STACK_KB,
 	OPT_INTERFERENCE,
 	OPT_IRQ_MIN_US,
 	OPT_LOCK_MIN_US,
+	OPT_GIL_MIN_US,
 	OPT_PYTHON,
+	OPT_PYTHON_GC,
 	OPT_CPUS,
 	OPT_SNAPSHOT_DIR,
 	OPT_MAX_SNAPSHOTS,
 	OPT_MAX_SNAPSHOT_MB,
 	OPT_SNAPSHOT_FORMATS,
+	OPT_METRICS_DIR,
+	OPT_METRICS_INTERVAL,
 	OPT_TRIGGER,
 	OPT_RECORD,
 	OPT_DURATION,
@@ -67,23 +79,35 @@ static const struct key keys[] = {
 	{ "socket_group", "socket-group", OPT_SOCKET_GROUP, false },
 	{ "pids", "pid", OPT_PID, true },
 	{ "watch_threads", "watch-thread", OPT_WATCH_THREAD, true },
+	{ "dispatch_threads", "dispatch-thread", OPT_DISPATCH_THREAD, true },
 	{ "ring_kb", "ring-kb", OPT_RING_KB, false },
 	{ "window", "window", OPT_WINDOW, false },
 	{ "buffer_mb", "buffer-mb", OPT_BUFFER_MB, false },
 	{ "memory_mb", "memory-mb", OPT_MEMORY_MB, false },
+	{ "user_watched", "user-watched", OPT_USER_WATCHED, false },
+	{ "user_memory_mb", "user-memory-mb", OPT_USER_MEMORY_MB, false },
+	{ "symbolizer_mb", "symbolizer-mb", OPT_SYMBOLIZER_MB, false },
 	{ "force_raw_tp", "force-raw-tp", OPT_FORCE_RAW_TP, false },
+	{ "force_task_hash", "force-task-hash", OPT_FORCE_TASK_HASH, false },
+	{ "syscalls", "syscalls", OPT_SYSCALLS, false },
 	{ "syscall_min_us", "syscall-min-us", OPT_SYSCALL_MIN_US, false },
 	{ "offcpu_min_us", "offcpu-min-us", OPT_OFFCPU_MIN_US, false },
 	{ "sample_hz", "sample-hz", OPT_SAMPLE_HZ, false },
+	{ "unwind", "unwind", OPT_UNWIND, false },
+	{ "unwind_stack_kb", "unwind-stack-kb", OPT_UNWIND_STACK_KB, false },
 	{ "interference", "interference", OPT_INTERFERENCE, false },
 	{ "irq_min_us", "irq-min-us", OPT_IRQ_MIN_US, false },
 	{ "lock_min_us", "lock-min-us", OPT_LOCK_MIN_US, false },
+	{ "gil_min_us", "gil-min-us", OPT_GIL_MIN_US, false },
 	{ "python", "python", OPT_PYTHON, false },
+	{ "python_gc", "python-gc", OPT_PYTHON_GC, false },
 	{ "cpus", "cpus", OPT_CPUS, false },
 	{ "snapshot_dir", "snapshot-dir", OPT_SNAPSHOT_DIR, false },
 	{ "max_snapshots", "max-snapshots", OPT_MAX_SNAPSHOTS, false },
 	{ "max_snapshot_mb", "max-snapshot-mb", OPT_MAX_SNAPSHOT_MB, false },
 	{ "snapshot_formats", "snapshot-formats", OPT_SNAPSHOT_FORMATS, false },
+	{ "metrics_dir", "metrics-dir", OPT_METRICS_DIR, false },
+	{ "metrics_interval", "metrics-interval", OPT_METRICS_INTERVAL, false },
 	{ NULL, "trigger", OPT_TRIGGER, true }, /* in the file: [trigger NAME] sections */
 	/* one-shot mode: flags only */
 	{ NULL, "record", OPT_RECORD, false },
@@ -102,14 +126,28 @@ static const char usage_text[] =
 	"  --pid PID              watch this process (repeatable)\n"
 	"  --watch-thread GLOB    watch any process with a thread of this name (repeatable;\n"
 	"                         default acl_thread; '*' and '?' match; 'none' for none)\n"
+	"  --dispatch-thread GLOB the threads that dispatch work to the device, which the report\n"
+	"                         is about first (repeatable; default acl_thread; 'none': the\n"
+	"                         thread that ran the most)\n"
 	"  --ring-kb N            kernel ring buffer per CPU, KiB, a power of two (default 1024)\n"
 	"  --window DUR           history kept per process (default 30s)\n"
 	"  --buffer-mb N          memory per process, MiB (default 32)\n"
 	"  --memory-mb N          memory for all processes, MiB (default 512)\n"
+	"  --user-watched N       processes of one user other than root watched at once\n"
+	"                         (default 256; 0: no limit)\n"
+	"  --user-memory-mb N     memory for one user's processes (not root's), MiB (default 128;\n"
+	"                         0: no limit but --memory-mb)\n"
+	"  --symbolizer-mb N      memory for symbol tables and mappings, MiB (default 512)\n"
+	"  --syscalls MODE        exact: hook every syscall (histograms of every call);\n"
+	"                         blocking: no syscall hooks, calls seen when they block (default blocking)\n"
 	"  --syscall-min-us N     record single syscalls at or above N us (default 200;\n"
-	"                         every syscall is counted in histograms)\n"
+	"                         with --syscalls exact every syscall is counted in histograms)\n"
 	"  --offcpu-min-us N      record off-CPU intervals at or above N us, with stacks (default 200)\n"
 	"  --sample-hz N          on-CPU stack samples per second per CPU (default 99, 0 = off)\n"
+	"  --unwind WHICH         the samples whose user stack is unwound from CFI (.eh_frame), not\n"
+	"                         by frame pointers: all (of watched processes; default), named\n"
+	"                         (threads a --watch-thread glob names), or off\n"
+	"  --unwind-stack-kb N    KiB of user stack copied for it per sample, 1 to 16 (default 16)\n"
 	"  --interference LIST    also capture irq (hard and soft interrupts on watched threads'\n"
 	"                         CPUs), reclaim (direct/memcg reclaim, compaction), faults\n"
 	"                         (minor/major page-fault counts), locks (kernel lock waits),\n"
@@ -117,19 +155,28 @@ static const char usage_text[] =
 	"                         x86); 'all' or 'none' (default " HOSTPROF_DEFAULT_INTERFERENCE ")\n"
 	"  --irq-min-us N         record interrupts at or above N us (default 0: all)\n"
 	"  --lock-min-us N        record kernel lock waits at or above N us (default 0: all)\n"
+	"  --gil-min-us N         record waits for a CPython GIL at or above N us (default 1000)\n"
 	"  --python yes|no        read every thread's Python stack of a CPython 3.8-3.13\n"
-	"                         process at each snapshot (default yes)\n"
+	"                         process at each snapshot, and in samples and off-CPU (default yes)\n"
+	"  --python-gc yes|no     record CPython's garbage-collection pauses (USDT gc__start/\n"
+	"                         gc__done, where the interpreter has them; default no)\n"
 	"  --cpus LIST            also record every task on these CPUs, e.g. 0-3,8 (default none)\n"
 	"  --snapshot-dir DIR     automatic snapshots (default /var/lib/hostprof/snapshots)\n"
 	"  --max-snapshots N      automatic snapshots kept (default 100)\n"
 	"  --max-snapshot-mb N    MiB of automatic snapshots kept (default 1024)\n"
 	"  --snapshot-formats L   formats of automatic snapshots (default hps,perfetto,report)\n"
+	"  --metrics-dir DIR      write hostprofd.prom (Prometheus text) here for node_exporter's\n"
+	"                         textfile collector, when DIR exists; 'none' for none\n"
+	"                         (default /var/lib/prometheus/node-exporter)\n"
+	"  --metrics-interval DUR how often (default 15s)\n"
 	"  --trigger NAME:KIND:THREADS:THRESHOLD  (repeatable; 'none' for no trigger)\n"
-	"                         KIND: preempt, runq, offcpu, syscall, reclaim, lock, irq\n"
+	"                         KIND: preempt, runq, offcpu, syscall, reclaim, lock, irq,\n"
+	"                         gil\n"
 	"                         (THRESHOLD a duration), migrate (THRESHOLD moves within\n"
 	"                         1 s); default\n"
 	"                         acl_preempt:preempt:acl_thread:1ms\n"
 	"  --force-raw-tp         attach raw tracepoints even where tp_btf works\n"
+	"  --force-task-hash      per-thread state in a hash map even where task storage works\n"
 	"\n"
 	"One-shot mode, for hosts without the service (no socket, no triggers):\n"
 	"  --record --pid PID --duration DUR -o PREFIX [--format LIST]\n"
@@ -169,6 +216,8 @@ static void clear_list(struct settings *s, int opt)
 		free(s->watch_threads);
 		s->watch_threads = NULL;
 		s->n_watch_threads = 0;
+	} else if (opt == OPT_DISPATCH_THREAD) {
+		s->n_dispatch_threads = 0;
 	}
 }
 
@@ -212,6 +261,20 @@ static int add_glob(struct settings *s, const char *v)
 	return 0;
 }
 
+/* A dispatch_threads glob: kept in the settings themselves, as snapshots record them. */
+static int add_dispatch(struct settings *s, const char *v)
+{
+	if (!thread_glob_valid(v))
+		return -EINVAL;
+	for (size_t i = 0; i < s->n_dispatch_threads; i++)
+		if (!strcmp(s->dispatch_threads[i], v))
+			return 0;
+	if (s->n_dispatch_threads >= HP_MAX_GLOBS)
+		return -E2BIG;
+	snprintf(s->dispatch_threads[s->n_dispatch_threads++], sizeof(s->dispatch_threads[0]), "%s", v);
+	return 0;
+}
+
 /* A list value: items separated by commas or blanks. */
 static int add_items(struct settings *s, int opt, const char *value)
 {
@@ -224,7 +287,7 @@ static int add_items(struct settings *s, int opt, const char *value)
 	if (!strcmp(value, "none"))
 		return 0; /* the list was cleared: nothing */
 	for (char *item = strtok_r(copy, ", \t", &save); item; item = strtok_r(NULL, ", \t", &save)) {
-		r = opt == OPT_PID ? add_pid(s, item) : add_glob(s, item);
+		r = opt == OPT_PID ? add_pid(s, item) : opt == OPT_DISPATCH_THREAD ? add_dispatch(s, item) : add_glob(s, item);
 		if (r < 0)
 			return r;
 	}
@@ -256,7 +319,7 @@ static bool parse_bool(const char *v, bool *ret)
 static const char *const kind_names[] = {
 	[TRIGGER_PREEMPT] = "preempt", [TRIGGER_RUNQ] = "runq",	      [TRIGGER_OFFCPU] = "offcpu",
 	[TRIGGER_SYSCALL] = "syscall", [TRIGGER_MIGRATE] = "migrate", [TRIGGER_RECLAIM] = "reclaim",
-	[TRIGGER_LOCK] = "lock",       [TRIGGER_IRQ] = "irq",
+	[TRIGGER_LOCK] = "lock",       [TRIGGER_IRQ] = "irq",	      [TRIGGER_GIL] = "gil",
 };
 
 static const char *const interference_names[] = { "irq", "reclaim", "faults", "locks", "fault-types" };
@@ -292,6 +355,22 @@ int interference_parse(const char *v, unsigned *ret, char **bad)
 		mask |= HP_INTF_FAULTS;
 	*ret = mask;
 	return 0;
+}
+
+const char *unwind_mode_name(uint32_t mode)
+{
+	static const char *const names[_UNWIND_MODE_MAX] = {
+		[UNWIND_MODE_ALL] = "all",
+		[UNWIND_MODE_NAMED] = "named",
+		[UNWIND_MODE_OFF] = "off",
+	};
+
+	return mode < _UNWIND_MODE_MAX ? names[mode] : "?";
+}
+
+const char *syscall_mode_name(uint32_t mode)
+{
+	return mode == HP_SYSCALLS_BLOCKING ? "blocking" : "exact";
 }
 
 const char *interference_text(unsigned mask, char *buf, size_t len)
@@ -371,7 +450,7 @@ static int trigger_set(struct trigger_def *t, const char *key, const char *v, co
 				}
 				return 0;
 			}
-		*why = "kind must be preempt, runq, offcpu, syscall or migrate";
+		*why = "kind must be preempt, runq, offcpu, syscall, migrate, reclaim, lock, irq or gil";
 		return -EINVAL;
 	}
 	if (!strcmp(key, "threads")) {
@@ -495,6 +574,7 @@ static int settings_set(struct settings *s, int opt, const char *v, const char *
 		*why = "must be process ids";
 		return r;
 	case OPT_WATCH_THREAD:
+	case OPT_DISPATCH_THREAD:
 		r = add_items(s, opt, v);
 		*why = r == -E2BIG ? "at most 8 patterns" : "must be 1 to 15 characters";
 		return r;
@@ -517,9 +597,40 @@ static int settings_set(struct settings *s, int opt, const char *v, const char *
 			return -EINVAL;
 		*(opt == OPT_BUFFER_MB ? &s->buffer_mb : &s->memory_mb) = u;
 		return 0;
+	case OPT_USER_WATCHED:
+		*why = "must be a number of processes from 0 (no limit) to 4096";
+		_Static_assert(HP_MAX_WATCHED == 4096, "the message above");
+		if (parse_uint(v, HP_MAX_WATCHED, &u) < 0)
+			return -EINVAL;
+		s->user_watched = u;
+		return 0;
+	case OPT_USER_MEMORY_MB:
+		*why = "must be a number of MiB from 0 (no limit) to 1048576";
+		if (parse_uint(v, 1 << 20, &u) < 0)
+			return -EINVAL;
+		s->user_memory_mb = u;
+		return 0;
+	case OPT_SYMBOLIZER_MB:
+		*why = "must be a number of MiB from 1 to 1048576";
+		if (parse_uint(v, 1 << 20, &u) < 0 || u < 1)
+			return -EINVAL;
+		s->symbolizer_mb = u;
+		return 0;
 	case OPT_FORCE_RAW_TP:
 		*why = "must be yes or no";
 		return parse_bool(v, &s->force_raw_tp) ? 0 : -EINVAL;
+	case OPT_FORCE_TASK_HASH:
+		*why = "must be yes or no";
+		return parse_bool(v, &s->force_task_hash) ? 0 : -EINVAL;
+	case OPT_SYSCALLS:
+		*why = "must be exact or blocking";
+		if (!strcmp(v, "exact"))
+			s->syscall_mode = HP_SYSCALLS_EXACT;
+		else if (!strcmp(v, "blocking"))
+			s->syscall_mode = HP_SYSCALLS_BLOCKING;
+		else
+			return -EINVAL;
+		return 0;
 	case OPT_SYSCALL_MIN_US:
 	case OPT_OFFCPU_MIN_US:
 		*why = "must be a number of microseconds up to 60000000";
@@ -532,6 +643,21 @@ static int settings_set(struct settings *s, int opt, const char *v, const char *
 		if (parse_uint(v, 10000, &u) < 0)
 			return -EINVAL;
 		s->sample_hz = u;
+		return 0;
+	case OPT_UNWIND:
+		*why = "must be all, named or off";
+		for (uint32_t m = 0; m < _UNWIND_MODE_MAX; m++)
+			if (!strcmp(v, unwind_mode_name(m))) {
+				s->unwind = m;
+				return 0;
+			}
+		return -EINVAL;
+	case OPT_UNWIND_STACK_KB:
+		*why = "must be a number of KiB from 1 to 16";
+		_Static_assert(HP_RAW_STACK_MAX == 16 * 1024, "the message above");
+		if (parse_uint(v, HP_RAW_STACK_MAX / 1024, &u) < 0 || u < 1)
+			return -EINVAL;
+		s->unwind_stack_kb = u;
 		return 0;
 	case OPT_INTERFERENCE: {
 		_cleanup_free_ char *bad = NULL;
@@ -546,9 +672,18 @@ static int settings_set(struct settings *s, int opt, const char *v, const char *
 			return -EINVAL;
 		*(opt == OPT_IRQ_MIN_US ? &s->irq_min_ns : &s->lock_min_ns) = u * NSEC_PER_USEC;
 		return 0;
+	case OPT_GIL_MIN_US:
+		*why = "must be a number of microseconds up to 60000000";
+		if (parse_uint(v, 60000000, &u) < 0)
+			return -EINVAL;
+		s->gil_min_ns = u * NSEC_PER_USEC;
+		return 0;
 	case OPT_PYTHON:
 		*why = "must be yes or no";
 		return parse_bool(v, &s->python) ? 0 : -EINVAL;
+	case OPT_PYTHON_GC:
+		*why = "must be yes or no";
+		return parse_bool(v, &s->python_gc) ? 0 : -EINVAL;
 	case OPT_CPUS:
 		*why = "must be a CPU list like 0-3,8 (CPUs below 1024)";
 		r = parse_cpu_list(v, s->cpus);
@@ -582,6 +717,19 @@ static int settings_set(struct settings *s, int opt, const char *v, const char *
 		s->snapshot_formats |= 1u << FMT_HPS; /* fetch and snapshots need the canonical file */
 		return 0;
 	}
+	case OPT_METRICS_DIR:
+		*why = "must be an absolute path, or none";
+		if (!strcmp(v, "none"))
+			return set_string(&s->metrics_dir, "");
+		if (v[0] != '/')
+			return -EINVAL;
+		return set_string(&s->metrics_dir, v);
+	case OPT_METRICS_INTERVAL:
+		*why = "must be a duration of 1s to 1h, like 15s";
+		if (parse_duration(v, &u) < 0 || u < NSEC_PER_SEC || u > 3600 * NSEC_PER_SEC)
+			return -EINVAL;
+		s->metrics_interval_ns = u;
+		return 0;
 	case OPT_TRIGGER:
 		return trigger_parse_flag(s, v, why);
 	case OPT_RECORD:
@@ -677,10 +825,21 @@ static int load_defaults(struct settings *s)
 		.window_ns = 30 * NSEC_PER_SEC,
 		.buffer_mb = 32,
 		.memory_mb = 512,
+		.user_watched = 256,
+		.user_memory_mb = 128,
+		.symbolizer_mb = 512,
 		.syscall_min_ns = 200 * NSEC_PER_USEC,
 		.offcpu_min_ns = 200 * NSEC_PER_USEC,
 		.sample_hz = 99,
+		.unwind = UNWIND_MODE_ALL,
+		.unwind_stack_kb = HP_RAW_STACK_MAX / 1024,
+		/* a fifth of CPython's switch interval (5 ms): every take that timed out once is
+		 * recorded, the short hand-overs between threads that drop it around I/O only
+		 * counted; and at most ~1000 records a second per waiting thread */
+		.gil_min_ns = 1000 * NSEC_PER_USEC,
+		.syscall_mode = HOSTPROF_DEFAULT_SYSCALLS,
 		.python = true,
+		.metrics_interval_ns = 15 * NSEC_PER_SEC,
 	};
 	{
 		_cleanup_free_ char *bad = NULL;
@@ -695,8 +854,10 @@ static int load_defaults(struct settings *s)
 	trigger_defaults(&s->triggers[0], "acl_preempt");
 	if (set_string(&s->config, HOSTPROF_DEFAULT_CONFIG) < 0 ||
 	    set_string(&s->snapshot_dir, "/var/lib/hostprof/snapshots") < 0 ||
+	    set_string(&s->metrics_dir, "/var/lib/prometheus/node-exporter") < 0 ||
 	    set_string(&s->socket, "/run/hostprof/hostprofd.sock") < 0 ||
-	    set_string(&s->socket_group, "hostprof") < 0 || add_glob(s, "acl_thread") < 0)
+	    set_string(&s->socket_group, "hostprof") < 0 || add_glob(s, "acl_thread") < 0 ||
+	    add_dispatch(s, "acl_thread") < 0)
 		return -ENOMEM;
 	return 0;
 }
@@ -735,7 +896,9 @@ int settings_load(int argc, char **argv, struct settings *ret)
 
 	for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
 		opts[n++] = (struct option){ keys[i].flag,
-					     keys[i].opt == OPT_FORCE_RAW_TP || keys[i].opt == OPT_RECORD ? no_argument
+					     keys[i].opt == OPT_FORCE_RAW_TP || keys[i].opt == OPT_FORCE_TASK_HASH ||
+							     keys[i].opt == OPT_RECORD
+						     ? no_argument
 												     : required_argument,
 					     NULL, keys[i].opt };
 	opts[n++] = (struct option){ "verbose", no_argument, NULL, 'v' };
@@ -801,7 +964,7 @@ int settings_load(int argc, char **argv, struct settings *ret)
 			clear_list(&s, c);
 			cleared[c] = true;
 		}
-		r = settings_set(&s, c, c == OPT_FORCE_RAW_TP ? "yes" : optarg, &why);
+		r = settings_set(&s, c, c == OPT_FORCE_RAW_TP || c == OPT_FORCE_TASK_HASH ? "yes" : optarg, &why);
 		if (r < 0) {
 			fprintf(stderr, "hostprofd: --%s %s: %s\n", k->flag, optarg ? optarg : "", why);
 			goto fail;
@@ -834,6 +997,7 @@ void settings_free(struct settings *s)
 	free(s->socket_group);
 	free(s->cpus_text);
 	free(s->snapshot_dir);
+	free(s->metrics_dir);
 	free(s->output);
 	*s = (struct settings){};
 }

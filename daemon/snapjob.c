@@ -10,15 +10,37 @@
  * child's exit status, says the bytes are complete (a child under valgrind exits 99 for
  * the memory it never freed before _exit). The parent reads the pipe from its
  * epoll loop, non-blocking, and calls the job's done function with the bytes.
+ *
+ * hostprof must never cause the stalls it reports (the loop keeps its own priority: it
+ * must keep draining). The child is
+ * - born off the CPUs of the dispatch threads, where other CPUs are allowed: it is
+ *   runnable as fork returns, at the daemon's priority, and a task the scheduler puts on
+ *   a busy CPU may hold it for a slice (milliseconds) before it could lower itself; so
+ *   the parent forks with that affinity, which the child copies, and takes its own back;
+ * - put at nice 19 under SCHED_BATCH by the parent as soon as fork returns there (not
+ *   SCHED_IDLE: the scheduler counts a CPU that runs only idle-policy tasks as idle and
+ *   places waking tasks there, a dispatch thread among them: in e2e-causes' migrate
+ *   scenario a job took over 1 ms from it in 1 run of 4 so, 1 in 13 at nice 19);
+ * - moved off a dispatch thread's CPUs again, each tick of the loop, where that thread's
+ *   affinity changed since the fork (snapjob_place_all());
+ * - in a session of its own whose autogroup is at nice 19 too, its own first act: with
+ *   autogroups a task's nice and policy weigh only against its own session's tasks, and
+ *   a job left in the daemon's session would compete with the trainer's as an equal.
+ * What could not be set is logged once per cause: the parent's own failures at once, the
+ * child's ahead of its status ([uint32 placement][int32 errno]...[int32 status]...). A
+ * unit whose system-call filter refuses setpriority(2), sched_setscheduler(2),
+ * sched_setaffinity(2) or setsid(2) shows there, not in a silent slowdown of the trainer.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,19 +51,146 @@
 #include "snapjob.h"
 
 struct snapjob {
-	struct io_source io;
+	struct io_source io; /* the pipe from the child */
 	struct loop *loop;
 	unsigned cpu_limit_s;
-	pid_t pid;
+	pid_t pid; /* 0: not forked yet, or reaped */
 	struct hp_buf buf;
 	snapjob_done_fn done;
 	void *ud;
 	bool cancelled;
 	bool oom;
+	/* until the fork (the gate was closed): what to fork with, and a timer to try again */
+	snapjob_work_fn work;
+	void *arg;
+	void (*arg_free)(void *arg);
+	cpu_set_t avoid;
+	bool has_avoid;
+	struct io_source retry;
+	uint64_t deferred_ns; /* CLOCK_MONOTONIC, when the gate was first found closed */
 	struct snapjob *next;
 };
 
-static struct snapjob *jobs; /* running, for cancel-all at exit */
+static struct snapjob *jobs; /* forked or waiting to be, for cancel-all at exit */
+
+/* What must hold still while the loop forks (snapjob_set_fork_gate()). */
+static struct {
+	int (*begin)(void *ud);
+	void (*end)(void *ud);
+	void *ud;
+} gate;
+
+#define SNAPJOB_RETRY_NS (5 * 1000 * 1000ULL)  /* the gate tried again every 5 ms */
+#define SNAPJOB_DEFER_NS (2500 * 1000 * 1000ULL) /* forked anyway after 2.5 s */
+
+/* What a child could not set up (SNAPJOB_PLACE_*): in the child, its own; in the
+ * parent, what was logged already. */
+#define SNAPJOB_PLACE_NICE 0x1
+#define SNAPJOB_PLACE_BATCH 0x2
+#define SNAPJOB_PLACE_AFFINITY 0x4
+#define SNAPJOB_PLACE_CPULIMIT 0x8
+#define SNAPJOB_PLACE_AUTOGROUP 0x10
+#define PLACE_CAUSES 5
+static uint32_t place_failed;          /* child: what failed */
+static int32_t place_errno[PLACE_CAUSES]; /* child: with which errno */
+static uint32_t place_logged;          /* parent: what was logged already */
+
+static void place_fail(uint32_t what, int err)
+{
+	for (unsigned b = 0; b < PLACE_CAUSES; b++)
+		if (what == 1u << b && !(place_failed & what))
+			place_errno[b] = err;
+	place_failed |= what;
+}
+
+/* In the child: a session and autogroup of its own at nice 19. A kernel without
+ * autogroups has no /proc/self/autogroup: nothing to lower there. */
+static void lower_autogroup(void)
+{
+	int fd;
+
+	if (setsid() < 0) {
+		place_fail(SNAPJOB_PLACE_AUTOGROUP, errno);
+		return;
+	}
+	fd = open("/proc/self/autogroup", O_WRONLY | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno != ENOENT)
+			place_fail(SNAPJOB_PLACE_AUTOGROUP, errno);
+		return;
+	}
+	if (write(fd, "19", 2) < 0)
+		place_fail(SNAPJOB_PLACE_AUTOGROUP, errno);
+	close(fd);
+}
+
+/* The task pid (0: the calling thread) off the CPUs in avoid, where it may run on
+ * others of those in allowed (NULL: its own). Its mask before, into ret_orig. Returns 1
+ * when it moved, 0 when it stays (every CPU it may use is to be avoided, or none), -errno. */
+static int leave_cpus(pid_t pid, const cpu_set_t *allowed, const cpu_set_t *avoid, cpu_set_t *ret_orig)
+{
+	cpu_set_t cur, keep;
+	int n;
+
+	if (sched_getaffinity(pid, sizeof(cur), &cur) < 0)
+		return negative_errno();
+	if (allowed)
+		cur = *allowed;
+	CPU_ZERO(&keep);
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &cur) && !CPU_ISSET(c, avoid))
+			CPU_SET(c, &keep);
+	n = CPU_COUNT(&keep);
+	if (!n || n == CPU_COUNT(&cur))
+		return 0;
+	if (sched_setaffinity(pid, sizeof(keep), &keep) < 0)
+		return negative_errno();
+	if (ret_orig)
+		*ret_orig = cur;
+	return 1;
+}
+
+/* In the parent: what a child (or the parent, for it) could not set, once per cause. */
+static void log_placement(uint32_t failed, const int32_t errs[PLACE_CAUSES])
+{
+	static const char *const what[PLACE_CAUSES] = { "lower their priority to nice 19 (setpriority)",
+					    "switch to SCHED_BATCH (sched_setscheduler)",
+					    "move off the dispatch threads' CPUs (sched_setaffinity)",
+					    "limit their CPU time (setrlimit)",
+					    "lower their session's autogroup to nice 19 (setsid, /proc/self/autogroup)" };
+
+	for (unsigned b = 0; b < PLACE_CAUSES; b++) {
+		if (!(failed & (1u << b)) || (place_logged & (1u << b)))
+			continue;
+		place_logged |= 1u << b;
+		log_warning_errno(-errs[b],
+				  "Snapshot jobs cannot %s: %m; they may take CPU time from the watched threads "
+				  "(a unit's SystemCallFilter= must allow it), ignoring",
+				  what[b]);
+	}
+}
+
+/* In the parent: one cause it could not set for a child (err: -errno). */
+static void log_parent_placement(uint32_t what, int err)
+{
+	int32_t errs[PLACE_CAUSES] = {};
+
+	for (unsigned b = 0; b < PLACE_CAUSES; b++)
+		if (what == 1u << b)
+			errs[b] = -err;
+	log_placement(what, errs);
+}
+
+/* In the parent, as soon as fork returns: the child at nice 19 under SCHED_BATCH. */
+static void lower_child(pid_t pid)
+{
+	struct sched_param sp = { .sched_priority = 0 };
+
+	if (setpriority(PRIO_PROCESS, pid, 19) < 0)
+		log_parent_placement(SNAPJOB_PLACE_NICE, -errno);
+	if (sched_setscheduler(pid, SCHED_BATCH, &sp) < 0)
+		log_parent_placement(SNAPJOB_PLACE_BATCH, -errno);
+}
 
 static void write_all_blocking(int fd, const void *p, size_t n)
 {
@@ -68,9 +217,21 @@ static void unlink_job(struct snapjob *j)
 		}
 }
 
+static void stop_retry(struct snapjob *j)
+{
+	if (j->retry.fd < 0)
+		return;
+	loop_del(j->loop, &j->retry);
+	close(j->retry.fd);
+	j->retry.fd = -1;
+}
+
 static void job_free(struct snapjob *j)
 {
 	unlink_job(j);
+	stop_retry(j);
+	if (j->arg_free && j->arg)
+		j->arg_free(j->arg);
 	if (j->io.fd >= 0) {
 		loop_del(j->loop, &j->io);
 		close(j->io.fd);
@@ -86,6 +247,7 @@ static void job_free(struct snapjob *j)
 static void finish(struct snapjob *j)
 {
 	int32_t status = -EIO;
+	uint32_t placement = 0;
 	uint64_t want = 0;
 	int wstatus = 0;
 	bool timed_out = false;
@@ -103,6 +265,17 @@ static void finish(struct snapjob *j)
 		} else if (WIFSIGNALED(wstatus)) {
 			log_error("snapshot job: the child died of signal %d", WTERMSIG(wstatus));
 		}
+	}
+	if (!timed_out && !j->oom && hp_buf_pending(&j->buf) >= sizeof(placement)) {
+		memcpy(&placement, j->buf.data + j->buf.off, sizeof(placement));
+		hp_buf_consume(&j->buf, sizeof(placement));
+	}
+	if (placement && hp_buf_pending(&j->buf) >= sizeof(int32_t[PLACE_CAUSES])) {
+		int32_t errs[PLACE_CAUSES];
+
+		memcpy(errs, j->buf.data + j->buf.off, sizeof(errs));
+		hp_buf_consume(&j->buf, sizeof(errs));
+		log_placement(placement, errs);
 	}
 	if (timed_out)
 		status = -ETIME;
@@ -163,68 +336,198 @@ static int on_pipe(struct io_source *src, uint32_t events)
 	return 0;
 }
 
-int snapjob_start(struct loop *loop, unsigned cpu_limit_s, snapjob_work_fn work, void *arg, snapjob_done_fn done, void *ud,
-		  struct snapjob **ret)
+/* The child: compute, write, exit; SIGXCPU past its CPU time, SIGKILL a second later. */
+static _Noreturn void child_main(unsigned cpu_limit_s, snapjob_work_fn work, void *arg, int fd)
 {
-	struct snapjob *j;
-	int fds[2], r;
+	struct rlimit cpu = { cpu_limit_s, cpu_limit_s + 1 }, core = { 0, 0 };
+	struct hp_buf out = {};
+	int32_t status;
+
+	place_failed = 0;
+	memset(place_errno, 0, sizeof(place_errno));
+	lower_autogroup();
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	prctl(PR_SET_NAME, "hostprofd-snap");
+	(void)setrlimit(RLIMIT_CORE, &core);
+	if (cpu_limit_s && setrlimit(RLIMIT_CPU, &cpu) < 0)
+		place_fail(SNAPJOB_PLACE_CPULIMIT, errno);
+	signal(SIGPIPE, SIG_IGN);
+	status = work(arg, &out);
+	write_all_blocking(fd, &place_failed, sizeof(place_failed));
+	if (place_failed)
+		write_all_blocking(fd, place_errno, sizeof(place_errno));
+	write_all_blocking(fd, &status, sizeof(status));
+	if (status >= 0) {
+		uint64_t len = hp_buf_pending(&out);
+
+		write_all_blocking(fd, &len, sizeof(len));
+		write_all_blocking(fd, out.data + out.off, len);
+	}
+	_exit(0);
+}
+
+/* Fork j's child, now. */
+static int job_fork(struct snapjob *j)
+{
+	cpu_set_t orig;
+	int fds[2], r, moved = 0;
 	pid_t pid;
 
-	j = calloc(1, sizeof(*j));
-	if (!j)
-		return -ENOMEM;
-	j->io.fd = -1;
-	if (pipe2(fds, O_CLOEXEC) < 0) {
-		free(j);
+	if (pipe2(fds, O_CLOEXEC) < 0)
 		return negative_errno();
-	}
 	fflush(NULL);
+	/* born off the dispatch threads' CPUs (see the top of this file) */
+	if (j->has_avoid) {
+		moved = leave_cpus(0, NULL, &j->avoid, &orig);
+		if (moved < 0)
+			log_parent_placement(SNAPJOB_PLACE_AFFINITY, moved);
+	}
 	pid = fork();
+	if (pid == 0) {
+		close(fds[0]);
+		child_main(j->cpu_limit_s, j->work, j->arg, fds[1]);
+	}
+	if (pid > 0)
+		lower_child(pid);
+	if (moved > 0 && sched_setaffinity(0, sizeof(orig), &orig) < 0)
+		log_warning_errno(-errno, "Failed to give the event loop its CPUs back after a snapshot job's fork: %m, ignoring");
+	close(fds[1]);
 	if (pid < 0) {
 		r = negative_errno();
 		close(fds[0]);
-		close(fds[1]);
-		free(j);
 		return r;
 	}
-	if (pid == 0) {
-		struct hp_buf out = {};
-		int32_t status;
-
-		struct rlimit cpu = { cpu_limit_s, cpu_limit_s + 1 }, core = { 0, 0 };
-
-		/* the child: compute, write, exit; SIGXCPU past its CPU time, SIGKILL a second later */
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		prctl(PR_SET_NAME, "hostprofd-snap");
-		(void)setrlimit(RLIMIT_CORE, &core);
-		if (cpu_limit_s)
-			(void)setrlimit(RLIMIT_CPU, &cpu);
-		close(fds[0]);
-		signal(SIGPIPE, SIG_IGN);
-		status = work(arg, &out);
-		write_all_blocking(fds[1], &status, sizeof(status));
-		if (status >= 0) {
-			uint64_t len = hp_buf_pending(&out);
-
-			write_all_blocking(fds[1], &len, sizeof(len));
-			write_all_blocking(fds[1], out.data + out.off, len);
-		}
-		_exit(0);
-	}
-	close(fds[1]);
-	(void)fcntl(fds[0], F_SETFL, O_NONBLOCK);
-	j->loop = loop;
-	j->cpu_limit_s = cpu_limit_s;
 	j->pid = pid;
-	j->done = done;
-	j->ud = ud;
+	if (j->arg_free)
+		j->arg_free(j->arg); /* the child has its copy */
+	j->arg = NULL;
+	(void)fcntl(fds[0], F_SETFL, O_NONBLOCK);
 	j->io.fd = fds[0];
 	j->io.dispatch = on_pipe;
-	r = loop_add(loop, &j->io, EPOLLIN);
+	return loop_add(j->loop, &j->io, EPOLLIN);
+}
+
+/* Fork j's child if the gate lets it, or force. 1: forked; 0: the gate is closed; -errno. */
+static int job_try_fork(struct snapjob *j, bool force)
+{
+	int r;
+
+	if (gate.begin && gate.begin(gate.ud) < 0) {
+		if (!force)
+			return 0;
+		log_warning("Snapshot job: forked while the worker still runs an item %.1f s on: the child may "
+			    "inherit a lock held, ignoring",
+			    (double)SNAPJOB_DEFER_NS / NSEC_PER_SEC);
+	}
+	r = job_fork(j);
+	if (gate.end)
+		gate.end(gate.ud);
+	return r < 0 ? r : 1;
+}
+
+static uint64_t now_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + ts.tv_nsec;
+}
+
+/* The retry timer of a job waiting for the gate. */
+static int on_retry(struct io_source *src, uint32_t events)
+{
+	struct snapjob *j = (struct snapjob *)((char *)src - offsetof(struct snapjob, retry));
+	uint64_t ticks;
+	int r;
+
+	(void)!read(src->fd, &ticks, sizeof(ticks));
+	if (j->cancelled) {
+		if (gate.end)
+			gate.end(gate.ud); /* the worker takes items again */
+		job_free(j); /* nobody waits for it: it is not made at all */
+		return 0;
+	}
+	r = job_try_fork(j, now_mono_ns() - j->deferred_ns >= SNAPJOB_DEFER_NS);
+	if (r == 0)
+		return 0;
+	stop_retry(j);
 	if (r < 0) {
-		close(j->io.fd);
-		j->io.fd = -1;
+		log_error_errno(r, "Failed to start a snapshot job: %m");
+		j->done(j->ud, r, NULL, 0);
 		job_free(j);
+	}
+	return 0;
+}
+
+static int defer(struct snapjob *j)
+{
+	struct itimerspec its = {
+		.it_interval = { .tv_nsec = SNAPJOB_RETRY_NS },
+		.it_value = { .tv_nsec = SNAPJOB_RETRY_NS },
+	};
+	int r;
+
+	j->retry.fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (j->retry.fd < 0)
+		return negative_errno();
+	j->retry.dispatch = on_retry;
+	if (timerfd_settime(j->retry.fd, 0, &its, NULL) < 0) {
+		r = negative_errno();
+		close(j->retry.fd);
+		j->retry.fd = -1;
+		return r;
+	}
+	r = loop_add(j->loop, &j->retry, EPOLLIN);
+	if (r < 0) {
+		close(j->retry.fd);
+		j->retry.fd = -1;
+		return r;
+	}
+	j->deferred_ns = now_mono_ns();
+	return 0;
+}
+
+void snapjob_set_fork_gate(int (*begin)(void *ud), void (*end)(void *ud), void *ud)
+{
+	gate.begin = begin;
+	gate.end = end;
+	gate.ud = ud;
+}
+
+int snapjob_start(struct loop *loop, unsigned cpu_limit_s, const cpu_set_t *avoid, snapjob_work_fn work, void *arg,
+		  void (*arg_free)(void *arg), snapjob_done_fn done, void *ud, struct snapjob **ret)
+{
+	struct snapjob *j;
+	int r;
+
+	j = calloc(1, sizeof(*j));
+	if (!j) {
+		if (arg_free)
+			arg_free(arg);
+		return -ENOMEM;
+	}
+	*j = (struct snapjob){
+		.io.fd = -1,
+		.retry.fd = -1,
+		.loop = loop,
+		.cpu_limit_s = cpu_limit_s,
+		.done = done,
+		.ud = ud,
+		.work = work,
+		.arg = arg,
+		.arg_free = arg_free,
+		.has_avoid = avoid,
+	};
+	if (avoid)
+		j->avoid = *avoid;
+	r = job_try_fork(j, false);
+	if (r == 0) {
+		r = defer(j);
+		if (r < 0 && gate.end)
+			gate.end(gate.ud); /* it will not wait for the gate */
+	}
+	if (r < 0) {
+		job_free(j); /* arg_free(arg) too */
 		return r;
 	}
 	j->next = jobs;
@@ -232,6 +535,22 @@ int snapjob_start(struct loop *loop, unsigned cpu_limit_s, snapjob_work_fn work,
 	if (ret)
 		*ret = j;
 	return 0;
+}
+
+bool snapjob_running(void)
+{
+	return jobs;
+}
+
+void snapjob_place_all(const cpu_set_t *avoid)
+{
+	cpu_set_t loop_cpus;
+
+	if (!jobs || sched_getaffinity(0, sizeof(loop_cpus), &loop_cpus) < 0)
+		return;
+	for (struct snapjob *j = jobs; j; j = j->next)
+		if (j->pid > 0)
+			(void)leave_cpus(j->pid, &loop_cpus, avoid, NULL); /* gone meanwhile: it is reaped */
 }
 
 void snapjob_cancel(struct snapjob *j)
@@ -242,6 +561,19 @@ void snapjob_cancel(struct snapjob *j)
 
 void snapjob_kill_all(void)
 {
-	while (jobs)
-		job_free(jobs);
+	while (jobs) {
+		struct snapjob *j = jobs;
+
+		if (j->pid > 0) {
+			kill(j->pid, SIGKILL);
+			(void)waitpid(j->pid, NULL, 0);
+			j->pid = 0;
+		}
+		if (!j->pid && j->retry.fd >= 0 && gate.end)
+			gate.end(gate.ud); /* it waited for the gate */
+		/* its owner frees what it gave the job (a trigger's snapshot, a client's request) */
+		if (j->done && !j->cancelled)
+			j->done(j->ud, -ECANCELED, NULL, 0);
+		job_free(j);
+	}
 }

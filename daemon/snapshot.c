@@ -9,6 +9,7 @@
  * Everything the message points into is allocated from one arena and freed at once.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/timex.h>
@@ -16,9 +17,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "glob_match.h"
 #include "hps.h"
 #include "log.h"
 #include "macro.h"
+#include "procfs.h"
 #include "snapshot.h"
 #include "syscall_names.h"
 
@@ -215,11 +218,18 @@ fallback:
 
 /* ---- interned strings ---- */
 
+#define COMM_CACHE 256
+
 struct strtab {
 	char **strs;
 	size_t n, cap;
 	uint32_t *slots; /* index + 1, 0 = empty */
 	size_t nslots;
+	/* the records' own comm arrays → index: most rows name a task met just before */
+	struct comm_cached {
+		char comm[HP_COMM_LEN];
+		uint32_t idx; /* index + 1, 0 = empty */
+	} cache[COMM_CACHE];
 };
 
 static uint32_t str_hash(const char *s)
@@ -283,6 +293,28 @@ static int strtab_intern(struct strtab *t, struct arena *a, const char *s, uint3
 	return 0;
 }
 
+/* The index of a record's comm (HP_COMM_LEN bytes, maybe unterminated): strtab_intern()
+ * once per distinct array, a 16-byte compare in a direct-mapped cache after that. */
+static int strtab_intern_comm(struct strtab *t, struct arena *a, const char comm[HP_COMM_LEN], uint32_t *ret)
+{
+	struct comm_cached *c;
+	uint64_t w[2];
+	int r;
+
+	memcpy(w, comm, sizeof(w));
+	c = &t->cache[((w[0] ^ (w[1] * 0x9e3779b97f4a7c15ull)) * 0x9e3779b97f4a7c15ull) >> 56];
+	if (c->idx && !memcmp(c->comm, comm, HP_COMM_LEN)) {
+		*ret = c->idx - 1;
+		return 0;
+	}
+	r = strtab_intern(t, a, comm, ret);
+	if (r < 0)
+		return r;
+	memcpy(c->comm, comm, HP_COMM_LEN);
+	c->idx = *ret + 1;
+	return 0;
+}
+
 /* ---- stacks, frames, mappings ---- */
 
 /* Open-addressing table from a 64-bit hash to an index; the caller compares keys. */
@@ -334,9 +366,10 @@ static uint64_t mix64(uint64_t h, uint64_t v)
 }
 
 struct frame_key {
-	uint64_t addr;
+	uint64_t addr; /* a Python frame's: its code object's */
 	uint32_t pid; /* 0 for kernel frames */
-	bool kernel, leaf;
+	uint32_t line; /* a Python frame's */
+	bool kernel, leaf, python;
 	bool outside; /* not a key: the symbolizer found no executable mapping for it */
 };
 
@@ -357,13 +390,18 @@ enum {
 	TBL_RECLAIMS,
 	TBL_FAULTS,
 	TBL_LOCKS,
+	TBL_GIL,
 	TBL_USTACKS, /* not a table: the user stacks that TBL_OFFCPU's rows join */
+	TBL_PYSTACKS, /* not a table: the Python stacks that TBL_OFFCPU's and TBL_SAMPLES' rows join */
+	TBL_PYGC,
+	TBL_NONE, /* not a table: a type the recorder never holds */
 	TBL_MAX
 };
 
 struct snap_build {
 	struct arena a;
 	const struct snapshot_ctx *ctx;
+	const struct proc_rec *p;
 	Hostprof__Snapshot snap;
 	struct strtab strs;
 	struct recvec recs[TBL_MAX]; /* the records of each table */
@@ -376,7 +414,11 @@ struct snap_build {
 	size_t n_frames, cap_frames, cap_frame_keys;
 	Hostprof__Mapping **mappings;
 	size_t n_mappings, cap_mappings;
-	uint64_t resolved, unresolved, suspect;
+	uint64_t resolved, unresolved, suspect, lines, inlined, debuginfo_failed;
+	/* Python stacks merged into user stacks */
+	bool pystacks_sorted;
+	uint64_t py_merged, py_unreadable, py_read_failures, py_truncated, py_unanchored;
+	const char *py_reason;
 };
 
 static void snap_build_free(struct snap_build *b)
@@ -452,11 +494,61 @@ static int intern_mapping(struct snap_build *b, const struct sym_result *res, ui
 	m->build_id = arena_strdup(&b->a, id);
 	if (!m->file || !m->build_id)
 		return -ENOMEM;
+	if (res->n_debug_packages) {
+		m->debug_packages = arena_alloc(&b->a, res->n_debug_packages * sizeof(*m->debug_packages));
+		if (!m->debug_packages)
+			return -ENOMEM;
+		for (size_t i = 0; i < res->n_debug_packages; i++)
+			if (!(m->debug_packages[i] = arena_strdup(&b->a, res->debug_packages[i])))
+				return -ENOMEM;
+		m->n_debug_packages = res->n_debug_packages;
+	}
 	b->mappings[b->n_mappings++] = m;
 	b->mapping_map.hashes[j] = h;
 	b->mapping_map.idx[j] = b->n_mappings;
 	b->mapping_map.n++;
 	*ret = b->n_mappings;
+	return 0;
+}
+
+/* What DWARF says of a frame: its source line and the functions inlined at it. */
+static int frame_debuginfo(struct snap_build *b, Hostprof__Frame *f, const struct sym_result *res)
+{
+	struct arena *a = &b->a;
+
+	b->debuginfo_failed += res->debuginfo_failed;
+	if (res->system_name && !(f->system_name = arena_strdup(a, res->system_name)))
+		return -ENOMEM;
+	if (res->file) {
+		f->file = arena_strdup(a, res->file);
+		if (!f->file)
+			return -ENOMEM;
+		f->has_line = true;
+		f->line = res->line;
+		b->lines++;
+	}
+	if (!res->n_inlined)
+		return 0;
+	f->inlined = arena_alloc(a, res->n_inlined * sizeof(*f->inlined));
+	if (!f->inlined)
+		return -ENOMEM;
+	for (size_t i = 0; i < res->n_inlined; i++) {
+		const struct sym_inline *in = &res->inlined[i];
+		Hostprof__InlinedFrame *x = arena_alloc(a, sizeof(*x));
+
+		if (!x)
+			return -ENOMEM;
+		hostprof__inlined_frame__init(x);
+		x->function = arena_strdup(a, in->function);
+		x->system_name = in->system_name ? arena_strdup(a, in->system_name) : NULL;
+		x->file = in->file ? arena_strdup(a, in->file) : NULL;
+		if (!x->function || (in->system_name && !x->system_name) || (in->file && !x->file))
+			return -ENOMEM;
+		x->has_line = in->line > 0;
+		x->line = in->line;
+		f->inlined[f->n_inlined++] = x;
+	}
+	b->inlined += res->n_inlined;
 	return 0;
 }
 
@@ -476,7 +568,8 @@ static int intern_frame(struct snap_build *b, const struct frame_key *k, uint32_
 	for (j = h & (b->frame_map.cap - 1); b->frame_map.idx[j]; j = (j + 1) & (b->frame_map.cap - 1)) {
 		const struct frame_key *o = &b->frame_keys[b->frame_map.idx[j] - 1];
 
-		if (o->addr == k->addr && o->pid == k->pid && o->kernel == k->kernel && o->leaf == k->leaf) {
+		if (o->addr == k->addr && o->pid == k->pid && o->kernel == k->kernel && o->leaf == k->leaf &&
+		    !o->python) {
 			*ret = b->frame_map.idx[j] - 1;
 			*ret_outside = o->outside;
 			return 0;
@@ -512,6 +605,9 @@ static int intern_frame(struct snap_build *b, const struct frame_key *k, uint32_
 		f->has_mapping = f->has_module_offset = true;
 		f->module_offset = res.module_offset;
 	}
+	r = frame_debuginfo(b, f, &res);
+	if (r < 0)
+		return r;
 	f->has_jit = res.jit;
 	f->jit = res.jit;
 	if (!f->function)
@@ -528,36 +624,77 @@ static int intern_frame(struct snap_build *b, const struct frame_key *k, uint32_
 	return 0;
 }
 
-/* The stack of frames[0..n) (innermost first): index + 1 into the stacks, 0 when empty. */
-static int intern_stack(struct snap_build *b, const __u64 *addrs, size_t n, bool user, uint32_t pid,
-			bool truncated, uint32_t *ret)
+/* A Python frame (Frame.python): by code object, line and process. */
+static int intern_py_frame(struct snap_build *b, uint32_t pid, const struct snap_pyframe *pf, uint32_t *ret)
 {
-	uint64_t h = mix64(mix64(user, user ? pid : 0), n);
-	Hostprof__Stack *s;
-	bool suspect = false;
+	struct frame_key k = { .addr = pf->code, .pid = pid, .line = pf->line, .python = true };
+	uint64_t h = mix64(mix64(mix64(k.addr, k.pid), k.line), 0x5079);
+	Hostprof__Frame *f;
 	size_t j;
-	int r;
+
+	if ((b->frame_map.n + 1) * 2 > b->frame_map.cap && idxmap_grow(&b->frame_map) < 0)
+		return -ENOMEM;
+	for (j = h & (b->frame_map.cap - 1); b->frame_map.idx[j]; j = (j + 1) & (b->frame_map.cap - 1)) {
+		const struct frame_key *o = &b->frame_keys[b->frame_map.idx[j] - 1];
+		const Hostprof__Frame *of = b->frames[b->frame_map.idx[j] - 1];
+
+		/* the same code object's address may hold another one later: names compared too */
+		if (o->python && o->addr == k.addr && o->pid == k.pid && o->line == k.line &&
+		    !strcmp(of->function, pf->function) && !strcmp(of->file, pf->file)) {
+			*ret = b->frame_map.idx[j] - 1;
+			return 0;
+		}
+	}
+	if (grow_array(&b->frames, &b->cap_frames, b->n_frames, sizeof(*b->frames)) < 0 ||
+	    grow_array(&b->frame_keys, &b->cap_frame_keys, b->n_frames, sizeof(*b->frame_keys)) < 0)
+		return -ENOMEM;
+	f = arena_alloc(&b->a, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	hostprof__frame__init(f);
+	f->has_address = f->has_python = f->has_line = true;
+	f->address = pf->code;
+	f->python = true;
+	f->line = pf->line;
+	f->function = arena_strdup(&b->a, pf->function);
+	f->file = arena_strdup(&b->a, pf->file);
+	if (!f->function || !f->file)
+		return -ENOMEM;
+	b->resolved++;
+	b->frames[b->n_frames] = f;
+	b->frame_keys[b->n_frames] = k;
+	b->n_frames++;
+	b->frame_map.hashes[j] = h;
+	b->frame_map.idx[j] = b->n_frames;
+	b->frame_map.n++;
+	*ret = b->n_frames - 1;
+	return 0;
+}
+
+/* The stack of frames fidx[0..n) (indexes into frames, innermost first): index + 1 into
+ * the stacks, 0 when empty. */
+static int intern_stack_frames(struct snap_build *b, const uint32_t *fidx, size_t n, bool user, bool truncated,
+			       bool suspect, uint32_t *ret)
+{
+	uint64_t h = mix64(user, n);
+	Hostprof__Stack *s;
+	size_t j;
 
 	*ret = 0;
 	if (!n)
 		return 0;
 	for (size_t i = 0; i < n; i++)
-		h = mix64(h, addrs[i]);
+		h = mix64(h, fidx[i]);
 	if ((b->stack_map.n + 1) * 2 > b->stack_map.cap && idxmap_grow(&b->stack_map) < 0)
 		return -ENOMEM;
 	for (j = h & (b->stack_map.cap - 1); b->stack_map.idx[j]; j = (j + 1) & (b->stack_map.cap - 1)) {
 		if (b->stack_map.hashes[j] != h)
 			continue;
 		s = b->stacks[b->stack_map.idx[j] - 1];
-		if (s->n_frames == n && s->user == user && s->truncated == truncated) {
-			bool same = true;
-
-			for (size_t i = 0; i < n && same; i++)
-				same = b->frames[s->frames[i]]->address == addrs[i];
-			if (same && (!user || b->frame_keys[s->frames[0]].pid == pid)) {
-				*ret = b->stack_map.idx[j];
-				return 0;
-			}
+		if (s->n_frames == n && s->user == user && s->truncated == truncated &&
+		    !memcmp(s->frames, fidx, n * sizeof(*fidx))) {
+			*ret = b->stack_map.idx[j];
+			return 0;
 		}
 	}
 	if (grow_array(&b->stacks, &b->cap_stacks, b->n_stacks, sizeof(*b->stacks)) < 0)
@@ -570,15 +707,7 @@ static int intern_stack(struct snap_build *b, const __u64 *addrs, size_t n, bool
 	s->frames = arena_alloc(&b->a, n * sizeof(*s->frames));
 	if (!s->frames)
 		return -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		struct frame_key k = { .addr = addrs[i], .pid = user ? pid : 0, .kernel = !user, .leaf = i == 0 };
-		bool outside = false;
-
-		r = intern_frame(b, &k, &s->frames[i], &outside);
-		if (r < 0)
-			return r;
-		suspect |= outside;
-	}
+	memcpy(s->frames, fidx, n * sizeof(*fidx));
 	s->has_user = s->has_truncated = true;
 	s->user = user;
 	s->truncated = truncated;
@@ -594,6 +723,153 @@ static int intern_stack(struct snap_build *b, const __u64 *addrs, size_t n, bool
 	return 0;
 }
 
+/* The native frames of addrs[0..n) into fidx; *ret_suspect: one lies outside any executable mapping. */
+static int intern_native(struct snap_build *b, const __u64 *addrs, size_t n, bool user, uint32_t pid,
+			 uint32_t *fidx, bool *ret_suspect)
+{
+	*ret_suspect = false;
+	for (size_t i = 0; i < n; i++) {
+		struct frame_key k = { .addr = addrs[i], .pid = user ? pid : 0, .kernel = !user, .leaf = i == 0 };
+		bool outside = false;
+		int r = intern_frame(b, &k, &fidx[i], &outside);
+
+		if (r < 0)
+			return r;
+		*ret_suspect |= outside;
+	}
+	return 0;
+}
+
+/* The stack of addrs[0..n) (innermost first): index + 1 into the stacks, 0 when empty. */
+static int intern_stack(struct snap_build *b, const __u64 *addrs, size_t n, bool user, uint32_t pid,
+			bool truncated, uint32_t *ret)
+{
+	uint32_t fidx[2 * HP_MAX_STACK];
+	bool suspect;
+	int r;
+
+	*ret = 0;
+	n = MIN(n, (size_t)HP_MAX_STACK * 2);
+	r = intern_native(b, addrs, n, user, pid, fidx, &suspect);
+	if (r < 0)
+		return r;
+	return intern_stack_frames(b, fidx, n, user, truncated, suspect, ret);
+}
+
+static int cmp_pystack(const void *a, const void *b)
+{
+	const struct hp_pystack *x = *(const struct hp_pystack *const *)a;
+	const struct hp_pystack *y = *(const struct hp_pystack *const *)b;
+
+	if (x->kind != y->kind)
+		return x->kind < y->kind ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return x->key_ts < y->key_ts ? -1 : x->key_ts > y->key_ts;
+}
+
+static const struct hp_pystack *find_pystack(struct snap_build *b, unsigned kind, uint32_t tid, uint64_t key_ts)
+{
+	struct recvec *pys = &b->recs[TBL_PYSTACKS];
+	size_t lo = 0, hi = pys->n;
+
+	if (!b->pystacks_sorted) {
+		qsort_safe(pys->v, pys->n, sizeof(*pys->v), cmp_pystack);
+		b->pystacks_sorted = true;
+	}
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		const struct hp_pystack *u = (const void *)pys->v[mid];
+		int c = u->kind != kind ? (u->kind < kind ? -1 : 1) :
+			u->tid != tid	? (u->tid < tid ? -1 : 1) :
+			u->key_ts != key_ts ? (u->key_ts < key_ts ? -1 : 1) : 0;
+
+		if (!c)
+			return u;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+static bool is_eval_frame(const Hostprof__Frame *f)
+{
+	return f->function && !strcmp(f->function, "_PyEval_EvalFrameDefault");
+}
+
+/*
+ * A user stack with the Python stack the kernel walked for it (py, or NULL): the Python
+ * frames in place of the native _PyEval_EvalFrameDefault frames that ran them, one run of
+ * the eval loop each (the innermost run for the innermost eval frame). Python frames
+ * left over when the native stack has no more eval frames (it ends early: no frame
+ * pointers in the interpreter) go outermost. A Python stack that cannot be resolved
+ * (not code objects any more, the process gone) is counted and left out: the native
+ * stack stays alone, never a wrong name.
+ */
+static int intern_user_stack(struct snap_build *b, const __u64 *addrs, size_t n, uint32_t pid, bool truncated,
+			     const struct hp_pystack *py, uint32_t *ret)
+{
+	const struct snapshot_ctx *ctx = b->ctx;
+	struct snap_pyframe pf[HP_PY_MAX_FRAMES];
+	uint32_t nat[HP_MAX_STACK * 2], out[HP_MAX_STACK * 2 + HP_PY_MAX_FRAMES];
+	size_t m = 0, k = 0, next = 0;
+	bool suspect, anchored = false;
+	const char *why = NULL;
+	int r;
+
+	n = MIN(n, (size_t)HP_MAX_STACK * 2);
+	r = intern_native(b, addrs, n, true, pid, nat, &suspect);
+	if (r < 0)
+		return r;
+	if (py && (py->flags & HP_PY_LOOP)) {
+		b->py_unreadable++;
+		if (!b->py_reason)
+			b->py_reason = "python stack unreadable: the frames loop";
+	} else if (py && ctx->py_resolve) {
+		r = ctx->py_resolve(ctx->py_ud, pid, py->hdr.ts, (const uint64_t *)py->frames, MIN((size_t)py->n_frames, (size_t)HP_PY_MAX_FRAMES), pf,
+				    &m, &why);
+		if (r == -ENOMEM)
+			return r;
+		if (r < 0) {
+			m = 0;
+			b->py_unreadable++;
+			if (!b->py_reason)
+				b->py_reason = why ? why : "python stack unreadable";
+		} else {
+			b->py_merged++;
+			b->py_read_failures += !!(py->flags & HP_PY_READ_FAIL);
+			b->py_truncated += !!(py->flags & HP_PY_TRUNC);
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (next < m && is_eval_frame(b->frames[nat[i]])) {
+			/* this run of the eval loop: the frames up to its entry frame */
+			anchored = true;
+			while (next < m) {
+				r = intern_py_frame(b, pid, &pf[next], &out[k]);
+				if (r < 0)
+					return r;
+				k++;
+				if (pf[next++].eval_entry)
+					break;
+			}
+			continue;
+		}
+		out[k++] = nat[i];
+	}
+	if (next < m && !anchored)
+		b->py_unanchored++;
+	for (; next < m; next++) {
+		r = intern_py_frame(b, pid, &pf[next], &out[k]);
+		if (r < 0)
+			return r;
+		k++;
+	}
+	return intern_stack_frames(b, out, k, true, truncated, suspect, ret);
+}
+
 /* ---- the tables: one `new` per table, one `row` per record type ---- */
 
 /* The table of each record type, and how one of its records becomes row i of it. */
@@ -601,6 +877,14 @@ struct snap_kind {
 	unsigned table; /* TBL_* */
 	int (*row)(struct snap_build *b, size_t i, const struct hp_hdr *h);
 };
+
+/* A record's duration as its row holds it. One that came out negative in the kernel (its
+ * program's two clock reads raced with another's) is none: wrapped, it would make the
+ * snapshot inconsistent (hps_validate()) and every later one of the process with it. */
+static uint64_t row_dur(uint64_t dur)
+{
+	return (int64_t)dur < 0 ? 0 : dur;
+}
 
 /* ts_delta of sorted records, chained from start */
 static void fill_deltas(uint64_t *delta, const struct recvec *rv, uint64_t start)
@@ -659,9 +943,9 @@ static int switch_row(struct snap_build *b, size_t i, const struct hp_hdr *h)
 	t->next_policy[i] = e->next_policy;
 	t->next_wait_ns[i] = e->next_wait_ns;
 	t->next_wait_kind[i] = e->next_wait_kind;
-	r = strtab_intern(&b->strs, &b->a, e->prev_comm, &t->prev_comm[i]);
+	r = strtab_intern_comm(&b->strs, &b->a, e->prev_comm, &t->prev_comm[i]);
 	if (r >= 0)
-		r = strtab_intern(&b->strs, &b->a, e->next_comm, &t->next_comm[i]);
+		r = strtab_intern_comm(&b->strs, &b->a, e->next_comm, &t->next_comm[i]);
 	return r;
 }
 
@@ -699,7 +983,7 @@ static int wake_row(struct snap_build *b, size_t i, const struct hp_hdr *h)
 	t->waker_tid[i] = e->waker_tid;
 	t->waker_pid[i] = e->waker_pid;
 	t->flags[i] = e->flags;
-	return strtab_intern(&b->strs, &b->a, e->waker_comm, &t->waker_comm[i]);
+	return strtab_intern_comm(&b->strs, &b->a, e->waker_comm, &t->waker_comm[i]);
 }
 
 static const struct snap_kind kind_wake = { TBL_WAKEUPS, wake_row };
@@ -751,6 +1035,12 @@ static uint64_t *syscalls_new(struct snap_build *b, size_t n)
 	COLUMN(&b->a, t, arg1, n);
 	COLUMN(&b->a, t, arg2, n);
 	COLUMN(&b->a, t, cpu, n);
+	/* flags only where some row has them (syscalls = blocking) */
+	for (size_t i = 0; i < n; i++)
+		if (((const struct hp_syscall *)b->recs[TBL_SYSCALLS].v[i])->flags) {
+			COLUMN(&b->a, t, flags, n);
+			break;
+		}
 	b->snap.syscalls = t;
 	return t->ts_delta;
 }
@@ -760,7 +1050,7 @@ static int syscall_row(struct snap_build *b, size_t i, const struct hp_hdr *h)
 	Hostprof__SyscallTable *t = b->snap.syscalls;
 	const struct hp_syscall *e = (const void *)h;
 
-	t->dur_ns[i] = e->dur_ns;
+	t->dur_ns[i] = row_dur(e->dur_ns);
 	t->tid[i] = e->tid;
 	t->pid[i] = e->pid;
 	t->nr[i] = e->nr;
@@ -769,6 +1059,8 @@ static int syscall_row(struct snap_build *b, size_t i, const struct hp_hdr *h)
 	t->arg1[i] = e->args[1];
 	t->arg2[i] = e->args[2];
 	t->cpu[i] = e->hdr.cpu;
+	if (t->n_flags)
+		t->flags[i] = e->flags;
 	return 0;
 }
 
@@ -822,7 +1114,7 @@ static uint64_t *offcpu_new(struct snap_build *b, size_t n)
 	COLUMN(&b->a, t, kstack, n);
 	COLUMN(&b->a, t, ustack, n);
 	COLUMN(&b->a, t, cpu, n);
-	/* user stacks came separately, at the syscall's exit: join on (tid, off_ts) */
+	/* syscalls = exact: user stacks came separately, at the syscall's exit: join on (tid, off_ts) */
 	qsort_safe(ust->v, ust->n, sizeof(*ust->v), cmp_ustack);
 	b->snap.offcpu = t;
 	return t->ts_delta;
@@ -835,31 +1127,70 @@ static int offcpu_row(struct snap_build *b, size_t i, const struct hp_hdr *h)
 	const struct hp_ustack *u = NULL;
 	int r;
 
-	t->dur_ns[i] = e->dur_ns;
+	t->dur_ns[i] = row_dur(e->dur_ns);
 	t->tid[i] = e->tid;
 	t->pid[i] = e->pid;
 	t->state[i] = e->state;
 	t->waker_tid[i] = e->waker_tid;
 	t->waker_pid[i] = e->waker_pid;
 	t->cpu[i] = e->hdr.cpu;
-	r = strtab_intern(&b->strs, &b->a, e->waker_comm, &t->waker_comm[i]);
+	r = strtab_intern_comm(&b->strs, &b->a, e->waker_comm, &t->waker_comm[i]);
 	if (r < 0)
 		return r;
 	r = intern_stack(b, e->frames, e->kstack_len, false, e->pid, e->stack_flags & HP_STACK_KTRUNC,
 			 &t->kstack[i]);
 	if (r < 0)
 		return r;
+	/* syscalls = blocking: the user stack came with it, after the kernel's */
+	if (e->ustack_len)
+		return intern_user_stack(b, e->frames + e->kstack_len, e->ustack_len, e->pid,
+					 e->stack_flags & HP_STACK_UTRUNC,
+					 find_pystack(b, HP_PY_FOR_OFFCPU, e->tid, e->hdr.ts), &t->ustack[i]);
 	if (e->stack_flags & HP_STACK_USTACK_LATER)
 		u = find_ustack(b, e->tid, e->hdr.ts);
 	if (u)
-		r = intern_stack(b, u->frames, u->ustack_len, true, e->pid, u->stack_flags & HP_STACK_UTRUNC,
-				 &t->ustack[i]);
+		r = intern_user_stack(b, u->frames, u->ustack_len, e->pid, u->stack_flags & HP_STACK_UTRUNC,
+				      find_pystack(b, HP_PY_FOR_OFFCPU, e->tid, e->hdr.ts), &t->ustack[i]);
 	return r;
 }
 
 static const struct snap_kind kind_offcpu = { TBL_OFFCPU, offcpu_row };
 /* no rows of its own: joined into the off-CPU interval's (offcpu_row) */
 static const struct snap_kind kind_ustack = { TBL_USTACKS, NULL };
+/* no rows of its own: joined into the sample's or the off-CPU interval's (intern_user_stack) */
+static const struct snap_kind kind_pystack = { TBL_PYSTACKS, NULL };
+
+static uint64_t *pygc_new(struct snap_build *b, size_t n)
+{
+	Hostprof__PythonGcTable *t = arena_alloc(&b->a, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	hostprof__python_gc_table__init(t);
+	COLUMN(&b->a, t, ts_delta, n);
+	COLUMN(&b->a, t, dur_ns, n);
+	COLUMN(&b->a, t, tid, n);
+	COLUMN(&b->a, t, pid, n);
+	COLUMN(&b->a, t, generation, n);
+	COLUMN(&b->a, t, collected, n);
+	b->snap.python_gc = t;
+	return t->ts_delta;
+}
+
+static int pygc_row(struct snap_build *b, size_t i, const struct hp_hdr *h)
+{
+	Hostprof__PythonGcTable *t = b->snap.python_gc;
+	const struct hp_pygc *e = (const void *)h;
+
+	t->dur_ns[i] = row_dur(e->dur_ns);
+	t->tid[i] = e->tid;
+	t->pid[i] = e->pid;
+	t->generation[i] = e->generation;
+	t->collected[i] = e->collected;
+	return 0;
+}
+
+static const struct snap_kind kind_pygc = { TBL_PYGC, pygc_row };
 
 static uint64_t *irqs_new(struct snap_build *b, size_t n)
 {
@@ -887,7 +1218,7 @@ static int irq_row(struct snap_build *b, size_t i, const struct hp_hdr *h)
 	const struct hp_irq *e = (const void *)h;
 	char name[HP_COMM_LEN + 1];
 
-	t->dur_ns[i] = e->dur_ns;
+	t->dur_ns[i] = row_dur(e->dur_ns);
 	t->cpu[i] = e->hdr.cpu;
 	t->kind[i] = e->kind;
 	t->num[i] = e->num;
@@ -928,7 +1259,7 @@ static int reclaim_row(struct snap_build *b, size_t i, const struct hp_hdr *h)
 	Hostprof__ReclaimTable *t = b->snap.reclaims;
 	const struct hp_reclaim *e = (const void *)h;
 
-	t->dur_ns[i] = e->dur_ns;
+	t->dur_ns[i] = row_dur(e->dur_ns);
 	t->tid[i] = e->tid;
 	t->pid[i] = e->pid;
 	t->kind[i] = e->kind;
@@ -967,7 +1298,7 @@ static int faults_row(struct snap_build *b, size_t i, const struct hp_hdr *h)
 	Hostprof__FaultTable *t = b->snap.faults;
 	const struct hp_faults *e = (const void *)h;
 
-	t->dur_ns[i] = e->dur_ns;
+	t->dur_ns[i] = row_dur(e->dur_ns);
 	t->tid[i] = e->tid;
 	t->pid[i] = e->pid;
 	t->faults[i] = e->faults;
@@ -1043,7 +1374,7 @@ static int lock_row(struct snap_build *b, size_t i, const struct hp_hdr *h)
 	size_t skip;
 	int r;
 
-	t->dur_ns[i] = e->dur_ns;
+	t->dur_ns[i] = row_dur(e->dur_ns);
 	t->tid[i] = e->tid;
 	t->pid[i] = e->pid;
 	t->lock[i] = e->lock;
@@ -1059,6 +1390,181 @@ static int lock_row(struct snap_build *b, size_t i, const struct hp_hdr *h)
 }
 
 static const struct snap_kind kind_lock = { TBL_LOCKS, lock_row };
+
+static uint64_t *gil_new(struct snap_build *b, size_t n)
+{
+	Hostprof__GilTable *t = arena_alloc(&b->a, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	hostprof__gil_table__init(t);
+	COLUMN(&b->a, t, ts_delta, n);
+	COLUMN(&b->a, t, dur_ns, n);
+	COLUMN(&b->a, t, tid, n);
+	COLUMN(&b->a, t, pid, n);
+	COLUMN(&b->a, t, holder_tid, n);
+	COLUMN(&b->a, t, first_holder_tid, n);
+	COLUMN(&b->a, t, waits, n);
+	COLUMN(&b->a, t, blocked_ns, n);
+	COLUMN(&b->a, t, holder_stack, n);
+	/* at most a stack per row, GIL_FRAMES_MAX frames each: n_ counts what is used */
+	t->stacks = arena_alloc(&b->a, n * sizeof(*t->stacks));
+	t->frames = arena_alloc(&b->a, n * GIL_FRAMES_MAX * sizeof(*t->frames));
+	b->snap.gil = t;
+	return t->ts_delta;
+}
+
+/* The holder's stack the daemon read for the wait of tid that began at ts, or NULL. */
+static const struct gil_stack *gil_stack_for(const struct gil_state *g, uint64_t ts, uint32_t tid)
+{
+	for (size_t i = 0; i < g->n_stacks; i++) {
+		const struct gil_stack *s = &g->stacks[(g->next + GIL_STACKS_MAX - 1 - i) % GIL_STACKS_MAX];
+
+		if (s->wait_ts == ts && s->tid == tid)
+			return s;
+	}
+	return NULL;
+}
+
+#define GIL_SAMPLE_SCAN 4096 /* samples looked at inside one wait, at most */
+
+/*
+ * The holder's own CPU sample taken inside the wait [ts, end) that has Python frames (the
+ * latest such), as a user stack of the snapshot; NULL if none. The samples' rows are their
+ * records' order (sorted by time), and their stacks are interned already: TBL_SAMPLES is
+ * filled before TBL_GIL.
+ */
+static const Hostprof__Stack *gil_sampled_stack(const struct snap_build *b, uint32_t holder, uint64_t ts,
+						uint64_t end, uint64_t *ret_sample_ts)
+{
+	const struct recvec *rv = &b->recs[TBL_SAMPLES];
+	const Hostprof__SampleTable *t = b->snap.samples;
+	const Hostprof__Stack *best = NULL;
+	size_t lo = 0, hi = rv->n;
+
+	if (!t || !holder || t->n_ustack != rv->n)
+		return NULL;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (rv->v[mid]->ts < ts)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t k = lo, seen = 0; k < rv->n && rv->v[k]->ts < end && seen < GIL_SAMPLE_SCAN; k++, seen++) {
+		const Hostprof__Stack *st;
+
+		if (t->tid[k] != holder || !t->ustack[k] || t->ustack[k] > b->n_stacks)
+			continue;
+		st = b->stacks[t->ustack[k] - 1];
+		for (size_t f = 0; f < st->n_frames; f++)
+			if (st->frames[f] < b->n_frames && b->frames[st->frames[f]]->python) {
+				best = st;
+				*ret_sample_ts = rv->v[k]->ts;
+				break;
+			}
+	}
+	return best;
+}
+
+/* GilTable row i's holder stack from a sample of the holder inside the wait (when 3). */
+static int gil_row_sampled(struct snap_build *b, size_t i, const Hostprof__Stack *us, uint64_t lag_ns)
+{
+	Hostprof__GilTable *t = b->snap.gil;
+	Hostprof__GilStack *st;
+	size_t n = 0;
+
+	st = arena_alloc(&b->a, sizeof(*st));
+	if (!st)
+		return -ENOMEM;
+	hostprof__gil_stack__init(st);
+	st->has_when = st->has_lag_ns = true;
+	st->when = 3;
+	st->lag_ns = lag_ns;
+	COLUMN(&b->a, st, frames, GIL_FRAMES_MAX);
+	if (!st->frames)
+		return -ENOMEM;
+	for (size_t f = 0; f < us->n_frames && n < GIL_FRAMES_MAX; f++) {
+		const Hostprof__Frame *nf = us->frames[f] < b->n_frames ? b->frames[us->frames[f]] : NULL;
+		Hostprof__PythonFrame *fr;
+
+		if (!nf || !nf->python)
+			continue;
+		fr = arena_alloc(&b->a, sizeof(*fr));
+		if (!fr)
+			return -ENOMEM;
+		hostprof__python_frame__init(fr);
+		fr->function = arena_strdup(&b->a, nf->function ? nf->function : "");
+		fr->file = arena_strdup(&b->a, nf->file ? nf->file : "");
+		fr->has_line = true;
+		fr->line = nf->line;
+		st->frames[n++] = t->n_frames;
+		t->frames[t->n_frames++] = fr;
+	}
+	st->n_frames = n;
+	t->stacks[t->n_stacks++] = st;
+	t->holder_stack[i] = t->n_stacks;
+	return 0;
+}
+
+static int gil_row(struct snap_build *b, size_t i, const struct hp_hdr *h)
+{
+	Hostprof__GilTable *t = b->snap.gil;
+	const struct hp_gil *e = (const void *)h;
+	const struct gil_stack *gs;
+	const Hostprof__Stack *us;
+	Hostprof__GilStack *st;
+	uint64_t sample_ts = 0;
+
+	t->dur_ns[i] = row_dur(e->dur_ns);
+	t->tid[i] = e->tid;
+	t->pid[i] = e->pid;
+	t->holder_tid[i] = e->holder_tid;
+	t->first_holder_tid[i] = e->first_holder_tid;
+	t->waits[i] = e->waits;
+	t->blocked_ns[i] = e->blocked_ns;
+	t->holder_stack[i] = 0;
+	/* what the holder ran while it held the GIL: its own sample inside the wait, where
+	 * there is one; else what the daemon read after the wait */
+	us = gil_sampled_stack(b, e->holder_tid, e->hdr.ts, e->hdr.ts + row_dur(e->dur_ns), &sample_ts);
+	if (us)
+		return gil_row_sampled(b, i, us, e->hdr.ts + row_dur(e->dur_ns) - sample_ts);
+	gs = b->p ? gil_stack_for(&b->p->gil, e->hdr.ts, e->tid) : NULL;
+	if (!gs || !gs->n_frames) {
+		t->stacks_missed++;
+		return 0;
+	}
+	st = arena_alloc(&b->a, sizeof(*st));
+	if (!st)
+		return -ENOMEM;
+	hostprof__gil_stack__init(st);
+	st->has_when = st->has_lag_ns = true;
+	st->when = 1;
+	st->lag_ns = gs->lag_ns;
+	COLUMN(&b->a, st, frames, gs->n_frames);
+	if (!st->frames)
+		return -ENOMEM;
+	for (uint32_t k = 0; k < gs->n_frames; k++) {
+		Hostprof__PythonFrame *fr = arena_alloc(&b->a, sizeof(*fr));
+
+		if (!fr)
+			return -ENOMEM;
+		hostprof__python_frame__init(fr);
+		fr->function = arena_strdup(&b->a, gs->frames[k].function ? gs->frames[k].function : "");
+		fr->file = arena_strdup(&b->a, gs->frames[k].file ? gs->frames[k].file : "");
+		fr->has_line = fr->has_first_line = true;
+		fr->line = gs->frames[k].line;
+		fr->first_line = gs->frames[k].first_line;
+		st->frames[k] = t->n_frames;
+		t->frames[t->n_frames++] = fr;
+	}
+	t->stacks[t->n_stacks++] = st;
+	t->holder_stack[i] = t->n_stacks;
+	return 0;
+}
+
+static const struct snap_kind kind_gil = { TBL_GIL, gil_row };
 
 static uint64_t *samples_new(struct snap_build *b, size_t n)
 {
@@ -1089,8 +1595,9 @@ static int sample_row(struct snap_build *b, size_t i, const struct hp_hdr *h)
 	r = intern_stack(b, e->frames, e->kstack_len, false, e->pid, e->stack_flags & HP_STACK_KTRUNC,
 			 &t->kstack[i]);
 	if (r >= 0)
-		r = intern_stack(b, e->frames + e->kstack_len, e->ustack_len, true, e->pid,
-				 e->stack_flags & HP_STACK_UTRUNC, &t->ustack[i]);
+		r = intern_user_stack(b, e->frames + e->kstack_len, e->ustack_len, e->pid,
+				      e->stack_flags & HP_STACK_UTRUNC,
+				      find_pystack(b, HP_PY_FOR_SAMPLE, e->tid, e->hdr.ts), &t->ustack[i]);
 	return r;
 }
 
@@ -1164,6 +1671,10 @@ static const struct snap_kind kind_comm = { TBL_TASK_EVENTS, comm_row };
 /* the rename that made its process watched: a rename */
 static const struct snap_kind kind_watch = { TBL_TASK_EVENTS, comm_row };
 
+/* refused by the recorder: the drain made samples of them */
+static const struct snap_kind kind_rawsample = { TBL_NONE, NULL };
+static const struct snap_kind kind_rawustack = { TBL_NONE, NULL };
+
 /* Every record type's kind_<name>: a type of HP_RECORDS without one does not compile. */
 static const struct snap_kind *const kinds[HP_EV_MAX] = {
 #define X_KIND(type, st, name, frames) [type] = &kind_##name,
@@ -1191,7 +1702,11 @@ static const struct snap_table {
 	[TBL_RECLAIMS] = { reclaims_new, false },
 	[TBL_FAULTS] = { faults_new, false },
 	[TBL_LOCKS] = { locks_new, false },
+	[TBL_GIL] = { gil_new, false },
 	[TBL_USTACKS] = { NULL, false },
+	[TBL_PYSTACKS] = { NULL, false },
+	[TBL_PYGC] = { pygc_new, false },
+	[TBL_NONE] = { NULL, false },
 };
 
 /* ---- collecting ---- */
@@ -1239,18 +1754,80 @@ static int fill_table(struct snap_build *b, unsigned table, uint64_t start)
 	return 0;
 }
 
+/* The GIL's histograms (HP_HIST_NR_GIL): its table's totals, not syscalls. */
+static int gil_total(struct snap_build *b, const struct hist_entry *e)
+{
+	Hostprof__GilTable *t = b->snap.gil;
+	Hostprof__GilTotal *g;
+
+	if (!t)
+		return 0;
+	if (!t->totals) {
+		t->totals = arena_alloc(&b->a, b->ctx->n_hists * sizeof(*t->totals));
+		if (!t->totals)
+			return -ENOMEM;
+	}
+	g = arena_alloc(&b->a, sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	hostprof__gil_total__init(g);
+	g->has_tid = g->has_pid = g->has_count = g->has_total_ns = g->has_max_ns = true;
+	g->tid = e->key.tid;
+	g->pid = e->key.pid;
+	g->count = e->h.count;
+	g->total_ns = e->h.total_ns;
+	g->max_ns = e->h.max_ns;
+	COLUMN(&b->a, g, buckets, HP_HIST_BUCKETS);
+	if (!g->buckets)
+		return -ENOMEM;
+	for (int k = 0; k < HP_HIST_BUCKETS; k++)
+		g->buckets[k] = e->h.buckets[k];
+	t->totals[t->n_totals++] = g;
+	return 0;
+}
+
+/* The GIL table's head: what daemon/gil.c found; none at all for a process that is not
+ * CPython and has no GIL waits. */
+static void fill_gil(struct snap_build *b, const struct proc_rec *p)
+{
+	Hostprof__GilTable *t = b->snap.gil;
+
+	if (!t)
+		return;
+	if (!p->gil.status && !t->n_ts_delta && !t->n_totals) {
+		b->snap.gil = NULL;
+		return;
+	}
+	t->has_status = t->has_gil_min_ns = t->has_stacks_missed = true;
+	t->status = p->gil.status ? p->gil.status : GIL_STATUS_UNWATCHED;
+	t->reason = arena_strdup(&b->a, p->gil.reason);
+	t->version = arena_strdup(&b->a, p->gil.version);
+	t->gil_min_ns = b->ctx->gil_min_ns;
+	t->has_watched_since = p->gil.since_ns != 0;
+	t->watched_since = p->gil.since_ns;
+}
+
 static int fill_histograms(struct snap_build *b)
 {
 	const struct snapshot_ctx *ctx = b->ctx;
 	Hostprof__SyscallHistogram **v;
+	size_t n = 0;
+	int r;
 
 	v = arena_alloc(&b->a, ctx->n_hists * sizeof(*v));
 	if (!v)
 		return -ENOMEM;
 	for (size_t i = 0; i < ctx->n_hists; i++) {
 		const struct hist_entry *e = &ctx->hists[i];
-		Hostprof__SyscallHistogram *h = arena_alloc(&b->a, sizeof(*h));
+		Hostprof__SyscallHistogram *h;
 
+		if (e->key.nr == HP_HIST_NR_GIL) {
+			r = gil_total(b, e);
+			if (r < 0)
+				return r;
+			continue;
+		}
+		h = arena_alloc(&b->a, sizeof(*h));
 		if (!h)
 			return -ENOMEM;
 		hostprof__syscall_histogram__init(h);
@@ -1266,10 +1843,10 @@ static int fill_histograms(struct snap_build *b)
 			return -ENOMEM;
 		for (int k = 0; k < HP_HIST_BUCKETS; k++)
 			h->buckets[k] = e->h.buckets[k];
-		v[i] = h;
+		v[n++] = h;
 	}
 	b->snap.syscall_hist = v;
-	b->snap.n_syscall_hist = ctx->n_hists;
+	b->snap.n_syscall_hist = n;
 	b->snap.syscall_names = (char **)syscall_names;
 	b->snap.n_syscall_names = syscall_names_len;
 	/* the generated table has holes: the message needs a string everywhere */
@@ -1318,9 +1895,47 @@ static void add_thread(Hostprof__Thread *buf, struct tidset *set, size_t *nt, ui
 	*slot = ++*nt;
 }
 
+/* A live dispatch thread's affinity, and its cpu cgroup and CFS bandwidth, for the report
+ * (moves off a bound CPU; throttling). */
+static int fill_bandwidth(struct snap_build *b, const struct proc_rec *p, const struct snapshot_ctx *ctx,
+			  Hostprof__Thread *t)
+{
+	struct cpu_bandwidth bw;
+	bool dispatch = false;
+
+	for (size_t g = 0; g < ctx->n_dispatch_threads && !dispatch; g++)
+		dispatch = thread_glob_match(ctx->dispatch_threads[g], t->comm);
+	if (!dispatch || p->exit_ns || t->pid != p->info.pid)
+		return 0;
+	{
+		cpu_set_t set;
+		size_t n = 0;
+
+		if (sched_getaffinity((pid_t)t->tid, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) {
+			t->cpus_allowed = arena_alloc(&b->a, (size_t)CPU_COUNT(&set) * sizeof(*t->cpus_allowed));
+			if (!t->cpus_allowed)
+				return -ENOMEM;
+			for (int c = 0; c < CPU_SETSIZE; c++)
+				if (CPU_ISSET(c, &set))
+					t->cpus_allowed[n++] = (uint32_t)c;
+			t->n_cpus_allowed = n;
+		}
+	}
+	if (proc_read_cpu_bandwidth(t->pid, t->tid, &bw) < 0)
+		return 0; /* gone, or no cpu controller: nothing said */
+	t->cgroup = arena_alloc(&b->a, strlen(bw.cgroup) + 1);
+	if (!t->cgroup)
+		return -ENOMEM;
+	memcpy(t->cgroup, bw.cgroup, strlen(bw.cgroup) + 1);
+	t->has_cpu_quota_us = t->has_cpu_period_us = true;
+	t->cpu_quota_us = bw.quota_us;
+	t->cpu_period_us = bw.period_us;
+	return 0;
+}
+
 /* Threads: every task in a switch of the window, named by its latest name, plus the
  * process's own. */
-static int fill_threads(struct snap_build *b, const struct proc_rec *p)
+static int fill_threads(struct snap_build *b, const struct proc_rec *p, const struct snapshot_ctx *ctx)
 {
 	const Hostprof__SchedSwitchTable *sw = b->snap.switches;
 	size_t n = b->recs[TBL_SWITCHES].n, cap = p->n_threads + MIN(2 * n, (size_t)65536), nt = 0;
@@ -1350,8 +1965,14 @@ static int fill_threads(struct snap_build *b, const struct proc_rec *p)
 	}
 	for (size_t i = 0; i < p->n_threads && nt < cap; i++)
 		add_thread(buf, &set, &nt, p->threads[i].tid, p->info.pid, (char *)p->threads[i].comm);
-	for (size_t j = 0; j < nt; j++)
+	for (size_t j = 0; j < nt; j++) {
 		ptrs[j] = &buf[j];
+		if (fill_bandwidth(b, p, ctx, &buf[j]) < 0) {
+			free(set.keys);
+			free(set.vals);
+			return -ENOMEM;
+		}
+	}
 	b->snap.threads = ptrs;
 	b->snap.n_threads = nt;
 	free(set.keys);
@@ -1389,6 +2010,11 @@ static int fill_process(struct snap_build *b, const struct proc_rec *p)
 	proc->cred_change_ns = p->cred_change_ns;
 	proc->has_exit_ns = p->exit_ns != 0;
 	proc->exit_ns = p->exit_ns;
+	if (p->labels_read) { /* read on the worker (watch.c); until then, not known */
+		proc->rank = (char *)p->labels.rank;
+		proc->job = (char *)p->labels.job;
+		proc->local_rank = (char *)p->labels.local_rank;
+	}
 	/* only NUL-terminated arguments: a truncated last one is dropped */
 	for (size_t i = 0; i < p->cmdline_len; i++)
 		nargs += p->cmdline[i] == 0;
@@ -1439,7 +2065,28 @@ static int fill_stats(struct snap_build *b, const struct proc_rec *p)
 	sym->resolved = b->resolved;
 	sym->unresolved = b->unresolved;
 	sym->suspect_stacks = b->suspect;
+	sym->has_lines = sym->has_inlined = sym->has_debuginfo_failed = true;
+	sym->lines = b->lines;
+	sym->inlined = b->inlined;
+	sym->debuginfo_failed = b->debuginfo_failed;
+	sym->unwind = (Hostprof__UnwindStats *)ctx->unwind;
 	b->snap.symbol_stats = sym;
+	if (b->py_merged || b->py_unreadable) {
+		Hostprof__PythonStacks *ps = arena_alloc(&b->a, sizeof(*ps));
+
+		if (!ps)
+			return -ENOMEM;
+		hostprof__python_stacks__init(ps);
+		ps->has_merged = ps->has_unreadable = ps->has_read_failures = ps->has_truncated = true;
+		ps->has_unanchored = true;
+		ps->merged = b->py_merged;
+		ps->unreadable = b->py_unreadable;
+		ps->read_failures = b->py_read_failures;
+		ps->truncated = b->py_truncated;
+		ps->unanchored = b->py_unanchored;
+		ps->reason = (char *)(b->py_reason ? b->py_reason : "");
+		b->snap.python_stacks = ps;
+	}
 	return 0;
 }
 
@@ -1449,6 +2096,27 @@ static uint64_t clock_ns(clockid_t id)
 
 	clock_gettime(id, &ts);
 	return ts.tv_sec * NSEC_PER_SEC + ts.tv_nsec;
+}
+
+/* The dispatch_threads globs and hostprofd's pid, for the report (which reads a saved file). */
+static int fill_dispatch(struct snap_build *b, const struct snapshot_ctx *ctx)
+{
+	char **globs = arena_alloc(&b->a, (ctx->n_dispatch_threads + 1) * sizeof(*globs));
+
+	if (!globs)
+		return -ENOMEM;
+	for (size_t i = 0; i < ctx->n_dispatch_threads; i++) {
+		globs[i] = arena_alloc(&b->a, sizeof(ctx->dispatch_threads[i]));
+		if (!globs[i])
+			return -ENOMEM;
+		snprintf(globs[i], sizeof(ctx->dispatch_threads[i]), "%s", ctx->dispatch_threads[i]);
+	}
+	b->snap.dispatch_threads = globs;
+	b->snap.n_dispatch_threads = ctx->n_dispatch_threads;
+	b->snap.has_dispatch_set = b->snap.dispatch_set = true; /* also when empty: see the .proto */
+	b->snap.has_producer_pid = ctx->producer_pid != 0;
+	b->snap.producer_pid = ctx->producer_pid;
+	return 0;
 }
 
 static int fill_host(struct snap_build *b)
@@ -1494,6 +2162,27 @@ static int fill_host(struct snap_build *b)
 	return 0;
 }
 
+/* Which syscall mode, and what it does not see: said in the header, for every reader. */
+static void fill_syscall_mode(struct snap_build *b, uint64_t start)
+{
+	static const char *const blocking_misses[] = {
+		"syscalls that never sleep (seen only when a call blocks)",
+		"per-call syscall counts and histograms",
+		"syscall return values",
+	};
+	const struct snapshot_ctx *ctx = b->ctx;
+	bool blocking = ctx->syscall_mode == HP_SYSCALLS_BLOCKING;
+
+	b->snap.has_syscall_mode = b->snap.has_syscall_mode_since_ns = true;
+	b->snap.syscall_mode =
+		blocking ? HOSTPROF__SYSCALL_MODE__SYSCALLS_BLOCKING : HOSTPROF__SYSCALL_MODE__SYSCALLS_EXACT;
+	b->snap.syscall_mode_since_ns = ctx->syscall_mode_since_ns > start ? ctx->syscall_mode_since_ns : 0;
+	if (blocking) {
+		b->snap.not_covered = (char **)blocking_misses;
+		b->snap.n_not_covered = ARRAY_SIZE(blocking_misses);
+	}
+}
+
 /*
  * For a peer that is not root: no absolute kernel address (KASLR holds where kptr_restrict
  * hides them): kernel frames keep their function and the offset within it, lock addresses
@@ -1536,7 +2225,7 @@ static void hide_kernel_addresses(Hostprof__Snapshot *snap)
 	}
 	for (size_t i = 0; i < t->n_lock; i++)
 		order[i] = (struct addr_row){ t->lock[i], i };
-	qsort(order, t->n_lock, sizeof(*order), addr_row_cmp);
+	qsort_safe(order, t->n_lock, sizeof(*order), addr_row_cmp);
 	for (size_t i = 0, id = 0; i < t->n_lock; i++) {
 		if (!i || order[i].addr != order[i - 1].addr)
 			id++;
@@ -1548,10 +2237,11 @@ static void hide_kernel_addresses(Hostprof__Snapshot *snap)
 int snapshot_build(const struct proc_rec *p, const struct snapshot_ctx *ctx, uint8_t **ret_data,
 		   size_t *ret_len, uint64_t *ret_events)
 {
-	struct snap_build b = { .ctx = ctx };
+	struct snap_build b = { .ctx = ctx, .p = p };
 	uint64_t now = clock_ns(CLOCK_BOOTTIME);
 	uint64_t end = ctx->end_ns ? ctx->end_ns : p->exit_ns ? p->exit_ns : now;
 	uint64_t start = ctx->window_ns && end > ctx->window_ns ? end - ctx->window_ns : 0;
+	const char *why;
 	uint32_t empty;
 	char *producer;
 	int r;
@@ -1582,7 +2272,9 @@ int snapshot_build(const struct proc_rec *p, const struct snapshot_ctx *ctx, uin
 	if (r >= 0)
 		r = fill_histograms(&b);
 	if (r >= 0)
-		r = fill_threads(&b, p);
+		fill_gil(&b, p);
+	if (r >= 0)
+		r = fill_threads(&b, p, ctx);
 	if (r >= 0)
 		r = fill_process(&b, p);
 	if (r >= 0)
@@ -1620,6 +2312,10 @@ int snapshot_build(const struct proc_rec *p, const struct snapshot_ctx *ctx, uin
 	b.snap.lock_min_ns = ctx->lock_min_ns;
 	b.snap.markers = (Hostprof__Marker **)ctx->markers;
 	b.snap.n_markers = ctx->n_markers;
+	r = fill_dispatch(&b, ctx);
+	if (r < 0)
+		goto out;
+	fill_syscall_mode(&b, start);
 	b.snap.python = (Hostprof__PythonState *)ctx->python;
 	if (b.a.err) {
 		r = b.a.err;
@@ -1627,9 +2323,10 @@ int snapshot_build(const struct proc_rec *p, const struct snapshot_ctx *ctx, uin
 	}
 	if (ctx->hide_kernel_addresses)
 		hide_kernel_addresses(&b.snap);
-	r = hps_validate(&b.snap);
-	if (r < 0) {
-		log_error("Internal error: the snapshot of pid %u is inconsistent", p->info.pid);
+	why = hps_inconsistency(&b.snap);
+	if (why) {
+		log_error("Internal error: the snapshot of pid %u is inconsistent: %s", p->info.pid, why);
+		r = -EINVAL;
 		goto out;
 	}
 	r = hps_pack(&b.snap, ret_data, ret_len);

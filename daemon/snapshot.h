@@ -11,6 +11,14 @@
 #include "symbolize.h"
 
 /* What a snapshot needs besides the process's recorder. */
+/* A Python frame of a walked stack, resolved (daemon/python.h's, as the builder takes it). */
+struct snap_pyframe {
+	uint64_t code;
+	const char *function, *file;
+	uint32_t line;
+	bool eval_entry; /* the outermost frame of one run of the eval loop */
+};
+
 struct snapshot_ctx {
 	uint64_t window_ns; /* 0: all the history kept */
 	uint64_t end_ns;    /* 0: now, or when the process exited */
@@ -26,13 +34,29 @@ struct snapshot_ctx {
 	uint32_t sample_hz;
 	unsigned interference; /* HP_INTF_*: what was captured */
 	uint64_t irq_min_ns, lock_min_ns;
+	uint64_t gil_min_ns;
+	uint32_t syscall_mode;          /* HP_SYSCALLS_*; 0: exact */
+	uint64_t syscall_mode_since_ns; /* BOOTTIME when it took effect; 0: at the start */
 	Hostprof__Marker *const *markers;
 	size_t n_markers;
+	const char (*dispatch_threads)[16]; /* the dispatch_threads globs, recorded as they are */
+	size_t n_dispatch_threads;
+	uint32_t producer_pid; /* hostprofd's */
 	/* Every thread's Python stack, read at the build (daemon/python.h), or NULL. */
 	const Hostprof__PythonState *python;
+	/* The daemon's user stacks unwound from CFI, or NULL. */
+	const Hostprof__UnwindStats *unwind;
 	/* Symbolization, or NULL for bare addresses: returns 1 with a function, 0 without. */
 	int (*resolve)(void *ud, uint32_t pid, uint64_t addr, bool kernel, struct sym_result *ret);
 	void *resolve_ud;
+	/*
+	 * The Python stacks the kernel walked (HP_EV_PYSTACK's pairs, taken at ts) as frames, or NULL: 0 and
+	 * *ret_n frames in out[HP_PY_MAX_FRAMES] (strings valid until the next call), or < 0 with
+	 * *ret_why (-ENOMEM ends the build).
+	 */
+	int (*py_resolve)(void *ud, uint32_t pid, uint64_t ts, const uint64_t *pairs, size_t n,
+			  struct snap_pyframe *out, size_t *ret_n, const char **ret_why);
+	void *py_ud;
 };
 
 /* Build the .hps bytes (magic + Snapshot) for p. *ret_events: records in it. */

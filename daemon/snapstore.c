@@ -28,6 +28,7 @@ struct snapstore {
 	size_t n, cap;
 	uint64_t max_count, max_bytes;
 	bool ready; /* the directory exists and is indexed */
+	uint64_t saved, pruned; /* automatic snapshots indexed and pruned since start */
 };
 
 static const char *const known_exts[] = { ".hps",  ".pftrace",	 ".json",	 ".oncpu.folded", ".offcpu.folded",
@@ -309,6 +310,7 @@ static void remove_entry(struct snapstore *st, size_t i)
 			log_warning_errno(-errno, "Failed to prune %s: %m, ignoring", path);
 	}
 	log_info("pruned automatic snapshot %s", st->v[i].name);
+	st->pruned++;
 	memmove(&st->v[i], &st->v[i + 1], (st->n - i - 1) * sizeof(*st->v));
 	st->n--;
 }
@@ -368,11 +370,18 @@ int snapstore_add(struct snapstore *st, const char *name, const struct proc_cred
 	r = push(st, &e);
 	if (r < 0)
 		return r;
+	st->saved++;
 	qsort_safe(st->v, st->n, sizeof(*st->v), entry_cmp);
 	prune(st);
 	if (ret)
 		*ret = snapstore_find(st, name);
 	return 0;
+}
+
+void snapstore_counts(const struct snapstore *st, uint64_t *ret_saved, uint64_t *ret_pruned)
+{
+	*ret_saved = st->saved;
+	*ret_pruned = st->pruned;
 }
 
 size_t snapstore_count(const struct snapstore *st)

@@ -44,6 +44,9 @@ int snapstore_write(const struct snapstore *st, const Hostprof__Snapshot *snap, 
 int snapstore_add(struct snapstore *st, const char *name, const struct proc_cred *owner, const char *summary,
 		  const struct snap_entry **ret);
 
+/* Automatic snapshots added (snapstore_add) and pruned since the daemon started. */
+void snapstore_counts(const struct snapstore *st, uint64_t *ret_saved, uint64_t *ret_pruned);
+
 /* Oldest first. */
 size_t snapstore_count(const struct snapstore *st);
 const struct snap_entry *snapstore_at(const struct snapstore *st, size_t i);

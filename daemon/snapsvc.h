@@ -30,6 +30,10 @@ struct snapsvc_params {
 	uint64_t syscall_min_ns, offcpu_min_ns;
 	uint32_t sample_hz;
 	uint64_t irq_min_ns, lock_min_ns;
+	uint64_t gil_min_ns;
+	/* dispatch_threads: recorded in each snapshot, and the threads whose CPUs a job leaves */
+	char dispatch_threads[HP_MAX_GLOBS][16];
+	size_t n_dispatch_threads;
 	bool python; /* read a CPython process's Python stacks at the build (the `python` setting) */
 };
 
@@ -54,6 +58,9 @@ struct worker;
 struct snapsvc *snapsvc_new(struct loop *l, struct capture *c, struct recorder *rec, struct symbolizer *sym);
 void snapsvc_free(struct snapsvc *svc);
 void snapsvc_set_params(struct snapsvc *svc, const struct snapsvc_params *params);
+/* The names of the kernel-walked Python stacks read while the processes lived (the loop's). */
+struct py_names;
+void snapsvc_set_py_names(struct snapsvc *svc, const struct py_names *names);
 /* Where Python stacks are read at an instant before the snapshot (snapsvc_python_instant). */
 int snapsvc_set_worker(struct snapsvc *svc, struct worker *w);
 /* Read pid's Python stacks now, on the worker, for the snapshot whose req names *ret_id
@@ -70,6 +77,9 @@ size_t snapsvc_drops(const struct snapsvc *svc, struct drop_count ret[HP_DROP_CA
  * req (and its markers) must stay valid until done is called. */
 int snapsvc_start(struct snapsvc *svc, const struct snapshot_req *req, snapsvc_then_fn then, void *arg,
 		  snapjob_done_fn done, void *ud, struct snapjob **ret);
+/* Each tick: the running jobs off the CPUs the dispatch threads may use now (a thread's
+ * affinity changed since a job was forked). */
+void snapsvc_tick(struct snapsvc *svc);
 /* The caller is gone: done will not be called; the job finishes on its own. */
 void snapsvc_cancel(struct snapjob *job);
 /* Build it here and now, for a caller outside the loop (--record). */

@@ -334,6 +334,23 @@ void triggers_on_record(struct triggers *ts, struct recorder *rec, const struct 
 			     e->flags & HP_LOCK_MMAP ? "mmap_lock" : "lock"); /* no address: a user may read it */
 			break;
 		}
+		case TRIGGER_GIL: {
+			const struct hp_gil *e = (const void *)h;
+
+			/* a take of the GIL that waited >= threshold (gil_min_us: shorter ones are
+			 * not records) */
+			if (h->type != HP_EV_GIL || e->dur_ns < t->def.threshold)
+				break;
+			p = recorder_find_live(rec, e->pid);
+			if (!p || !name_matches(t, p, e->tid))
+				break;
+			fire(ts, i, p, e->tid, h->ts + e->dur_ns, e->holder_tid ? e->pid : 0,
+			     e->holder_tid ? proc_rec_thread_name(p, e->holder_tid) : "",
+			     "%s (tid %u) waited %.1f ms for the GIL, held by %s (tid %u)", proc_rec_thread_name(p, e->tid),
+			     e->tid, e->dur_ns / 1e6, e->holder_tid ? proc_rec_thread_name(p, e->holder_tid) : "?",
+			     e->holder_tid);
+			break;
+		}
 		case TRIGGER_IRQ: {
 			const struct hp_irq *e = (const void *)h;
 			char name[HP_COMM_LEN + 1];
@@ -417,6 +434,11 @@ static void take_done(void *ud, int status, uint8_t *data, size_t len)
 	const char *name = (const char *)data, *summary;
 	char path[PATH_MAX], when[40];
 
+	if (status == -ECANCELED) {
+		log_warning("trigger %s: the snapshot of pid %u was not finished: hostprofd is stopping", tk->def.name,
+			    tk->pd.pid);
+		goto out;
+	}
 	if (status < 0 || !data || !memchr(data, 0, len)) {
 		/* a full or unwritable disk: said, nothing partial left, capture goes on */
 		log_error_errno(status < 0 ? status : -EIO,

@@ -70,6 +70,7 @@ struct worker {
 	struct slot slots[WORKER_THREADS_MAX];
 	unsigned refs; /* after worker_free: it and the stuck threads still out; the last frees w */
 	bool stopping, orphaned;
+	bool fork_pending; /* the owner waits to fork: no new item is taken */
 	pid_t owner;
 	int epoll_fd, event_fd, timer_fd;
 	uint64_t armed; /* the timer's deadline; 0: disarmed */
@@ -173,7 +174,7 @@ static void *thread_main(void *arg)
 		struct item *it;
 		int r;
 
-		while (!w->stopping && !w->queue.head)
+		while (!w->stopping && (!w->queue.head || w->fork_pending))
 			pthread_cond_wait(&w->wake, &w->lock);
 		if (w->stopping)
 			break;
@@ -429,6 +430,30 @@ void worker_free(struct worker *w)
 	pthread_mutex_unlock(&w->lock);
 	if (last)
 		worker_destroy(w);
+}
+
+int worker_fork_begin(struct worker *w)
+{
+	bool busy = false;
+
+	if (!w)
+		return 0;
+	pthread_mutex_lock(&w->lock);
+	w->fork_pending = true; /* no thread takes an item until worker_fork_end() */
+	for (size_t i = 0; i < WORKER_THREADS_MAX; i++)
+		busy |= w->slots[i].state == SLOT_BUSY;
+	pthread_mutex_unlock(&w->lock);
+	return busy ? -EBUSY : 0;
+}
+
+void worker_fork_end(struct worker *w)
+{
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->lock);
+	w->fork_pending = false;
+	pthread_cond_broadcast(&w->wake);
+	pthread_mutex_unlock(&w->lock);
 }
 
 int worker_fd(const struct worker *w)

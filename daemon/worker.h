@@ -23,6 +23,7 @@
 #ifndef HOSTPROF_WORKER_H
 #define HOSTPROF_WORKER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define WORKER_THREADS_MAX 4 /* the one taking the queue, and those stuck in abandoned items */
@@ -79,5 +80,19 @@ int worker_submit(struct worker *w, uint64_t budget_ns, worker_work_fn work, wor
 int worker_dispatch(struct worker *w);
 
 void worker_stats(const struct worker *w, struct worker_stats *ret);
+
+/*
+ * Around a fork() of the owner: 0 when no thread runs an item within its budget, -EBUSY
+ * when one does; either way no thread takes another item until worker_fork_end(), so the
+ * gate opens as the running one ends. A thread running an item may hold a lock that the
+ * child would inherit held, with nobody there to release it: the malloc arena of a runtime
+ * without fork handlers (ASan's, in GCC 12: a snapshot job hung for ever in it), a
+ * library's. A thread stuck past its budget does not close the gate: it is blocked
+ * (a read that never returns), and would keep every fork waiting. worker_fork_end(w):
+ * after each begin, whatever it returned, once the fork is made or the owner gives up
+ * waiting. NULL w: 0, nothing.
+ */
+int worker_fork_begin(struct worker *w);
+void worker_fork_end(struct worker *w);
 
 #endif

@@ -6,7 +6,8 @@
  *	acl_thread;main;dispatch_loop;launch_kernel 6
  *
  * The root frame is the thread's name, then the user frames outermost first, then the
- * kernel frames with the suffix "_[k]", as stackcollapse-perf.pl writes them. On-CPU the
+ * kernel frames with the suffix "_[k]", as stackcollapse-perf.pl writes them; functions
+ * inlined at a frame (DWARF) follow it with the suffix "_[i]", as its --inline does. On-CPU the
  * count is samples; off-CPU it is microseconds blocked. The stacks themselves are made by
  * snapshot_fold() (fold.c), which the SVG flame graph shares.
  */

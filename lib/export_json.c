@@ -50,6 +50,17 @@
  *     waits: a state span that the start or end of a syscall, reclaim or lock wait falls
  *     into is cut there, so the states nest under them. (Those three nest among themselves
  *     as the kernel's calls do: a lock wait or a reclaim inside a syscall.)
+ *   - GIL waits: an "X" span (cat "python,gil") per GilTable row on the waiter's row, named
+ *     "GIL wait", args {holder ("comm:tid", "not known"), holder_function ("hold_burst
+ *     (gil.py:56)", where its stack was read), first_holder (where another thread held it
+ *     as the wait began), waits, blocked_ns}; it cuts the waiter's state spans like the
+ *     others, and nests around its futex syscalls. Where the holder is a thread of the
+ *     view, a flow ("s" then "f" with "bp": "e", name "GIL", id the row + 1) from the
+ *     middle of the wait to an instant "held the GIL" (args {waiter, holder_function}) on
+ *     the holder's row at the wait's end, where it dropped the GIL to the waiter.
+ *   - Python garbage collections (--python-gc): an "X" span (cat "python,gc") per
+ *     PythonGcTable row on its thread's row, named "Python GC (gen 2)", args {generation,
+ *     collected (-1: it failed)}; it cuts the state spans like the others.
  *   - CPU rows: an "X" span per Running span, named by the task, "comm:tid", args {tid, pid,
  *     prio, end_state}; and an "X" span per IrqTable row on the row of its CPU, nested in
  *     the task it interrupted: "IRQ 41 (virtio3-rx)" (cat "irq", args {irq, handler}) or
@@ -108,7 +119,7 @@ struct thread {
 	size_t cut_next, cut_end; /* where its state spans are cut: positions in json->cuts */
 };
 
-/* The start or end of a slice on a thread's row (a syscall, a reclaim, a lock wait). */
+/* The start or end of a slice on a thread's row (a syscall, a reclaim, a lock wait, a GIL wait). */
 struct cut {
 	uint32_t tid;
 	uint64_t ts;
@@ -357,7 +368,10 @@ static int build_cuts(struct json *x)
 	const Hostprof__SyscallTable *sc = s->syscalls;
 	const Hostprof__ReclaimTable *rc = s->reclaims;
 	const Hostprof__LockTable *lk = s->locks;
-	size_t i, n = (sc ? sc->n_ts_delta : 0) + (rc ? rc->n_ts_delta : 0) + (lk ? lk->n_ts_delta : 0);
+	const Hostprof__GilTable *gl = s->gil;
+	const Hostprof__PythonGcTable *gc = s->python_gc;
+	size_t i, n = (sc ? sc->n_ts_delta : 0) + (rc ? rc->n_ts_delta : 0) + (lk ? lk->n_ts_delta : 0) +
+		      (gl ? gl->n_ts_delta : 0) + (gc ? gc->n_ts_delta : 0);
 
 	if (n > SIZE_MAX / 2 / sizeof(*x->cuts))
 		return -EINVAL;
@@ -370,6 +384,10 @@ static int build_cuts(struct json *x)
 		add_cuts(x, s->start_ns, rc->ts_delta, rc->dur_ns, rc->tid, rc->n_ts_delta);
 	if (lk)
 		add_cuts(x, s->start_ns, lk->ts_delta, lk->dur_ns, lk->tid, lk->n_ts_delta);
+	if (gl)
+		add_cuts(x, s->start_ns, gl->ts_delta, gl->dur_ns, gl->tid, gl->n_ts_delta);
+	if (gc)
+		add_cuts(x, s->start_ns, gc->ts_delta, gc->dur_ns, gc->tid, gc->n_ts_delta);
 	sort_cuts(x);
 	for (i = 0; i < x->ncuts; i++) {
 		struct thread *th = thread_find(x, x->cuts[i].tid);
@@ -569,8 +587,14 @@ static void write_syscalls(struct json *x)
 		jsonw_hex_field(j, "arg0", t->arg0[i]);
 		jsonw_hex_field(j, "arg1", t->arg1[i]);
 		jsonw_hex_field(j, "arg2", t->arg2[i]);
-		jsonw_key(j, "ret");
-		jsonw_int(j, t->ret[i]);
+		if (!(hps_syscall_flags(t, i) & HPS_SYSCALL_RET_UNKNOWN)) {
+			jsonw_key(j, "ret");
+			jsonw_int(j, t->ret[i]);
+		}
+		if (hps_syscall_flags(t, i) & HPS_SYSCALL_BLOCKED) {
+			jsonw_key(j, "blocked");
+			jsonw_bool(j, true);
+		}
 		jsonw_key(j, "cpu");
 		jsonw_uint(j, t->cpu[i]);
 		jsonw_end_object(j);
@@ -777,6 +801,106 @@ static void write_locks(struct json *x)
 		jsonw_int(j, t->ret[i]);
 		jsonw_key(j, "cpu");
 		jsonw_uint(j, t->cpu[i]);
+		jsonw_end_object(j);
+		jsonw_end_object(j);
+	}
+}
+
+/* The holder's function of GilTable row i, "hold_burst (gil.py:56)"; false: not read. */
+static bool gil_function(const Hostprof__GilTable *g, size_t i, char *buf, size_t len)
+{
+	const Hostprof__GilStack *st = g->holder_stack[i] ? g->stacks[g->holder_stack[i] - 1] : NULL;
+	const Hostprof__PythonFrame *fr = st && st->n_frames ? g->frames[st->frames[0]] : NULL;
+
+	if (!fr)
+		return false;
+	snprintf(buf, len, "%s (%s:%" PRIu32 ")", fr->function ? fr->function : "?", fr->file ? fr->file : "?",
+		 fr->line);
+	return true;
+}
+
+/*
+ * GIL waits: a "GIL wait" span on the waiter's row and, where the holder is a thread of
+ * the view, a flow ("s" inside the wait, "f" on the holder's row at its end, where an
+ * instant "held the GIL" stands: the holder dropped the GIL to the waiter there).
+ */
+static void write_gil(struct json *x)
+{
+	const Hostprof__Snapshot *s = x->snap;
+	const Hostprof__GilTable *g = s->gil;
+	struct jsonw *j = x->j;
+	uint64_t ts = s->start_ns;
+	size_t i, n = g ? g->n_ts_delta : 0;
+	char holder[64], waiter[64], fn[256];
+
+	for (i = 0; i < n && !failed(x); i++) {
+		bool known = g->holder_tid[i] && snapview_index(&x->view, g->holder_tid[i]) >= 0;
+		bool has_fn = gil_function(g, i, fn, sizeof(fn));
+		uint64_t end = ts + g->ts_delta[i] + g->dur_ns[i];
+
+		ts += g->ts_delta[i];
+		event_begin(x, "X", "GIL wait", "python,gil", g->pid[i], g->tid[i], ts);
+		jsonw_key(j, "dur");
+		jsonw_fixed(j, (int64_t)g->dur_ns[i], 3);
+		jsonw_key(j, "args");
+		jsonw_begin_object(j);
+		if (g->holder_tid[i]) {
+			task_name(x, g->holder_tid[i], holder, sizeof(holder));
+			jsonw_string_field(j, "holder", holder);
+		} else {
+			jsonw_string_field(j, "holder", "not known");
+		}
+		if (has_fn)
+			jsonw_string_field(j, "holder_function", fn);
+		if (g->first_holder_tid[i] && g->first_holder_tid[i] != g->holder_tid[i]) {
+			task_name(x, g->first_holder_tid[i], holder, sizeof(holder));
+			jsonw_string_field(j, "first_holder", holder);
+		}
+		jsonw_uint_field(j, "waits", g->waits[i]);
+		jsonw_uint_field(j, "blocked_ns", g->blocked_ns[i]);
+		jsonw_end_object(j);
+		jsonw_end_object(j);
+		if (!known)
+			continue;
+		/* the flow starts inside the wait, at its middle: it binds to the wait's span */
+		event_begin(x, "s", "GIL", "python,gil", g->pid[i], g->tid[i], ts + g->dur_ns[i] / 2);
+		jsonw_uint_field(j, "id", i + 1);
+		jsonw_end_object(j);
+		task_name(x, g->tid[i], waiter, sizeof(waiter));
+		instant_begin(x, "held the GIL", "python,gil", g->pid[i], g->holder_tid[i], end);
+		jsonw_string_field(j, "waiter", waiter);
+		if (has_fn)
+			jsonw_string_field(j, "holder_function", fn);
+		instant_end(x);
+		event_begin(x, "f", "GIL", "python,gil", g->pid[i], g->holder_tid[i], end);
+		jsonw_uint_field(j, "id", i + 1);
+		jsonw_string_field(j, "bp", "e");
+		jsonw_end_object(j);
+	}
+}
+
+/* Python garbage collections (--python-gc): "Python GC (gen N)" on the thread's row. */
+static void write_pygc(struct json *x)
+{
+	const Hostprof__Snapshot *s = x->snap;
+	const Hostprof__PythonGcTable *g = s->python_gc;
+	struct jsonw *j = x->j;
+	uint64_t ts = s->start_ns;
+	size_t i, n = g ? g->n_ts_delta : 0;
+	char name[32];
+
+	for (i = 0; i < n && !failed(x); i++) {
+		ts += g->ts_delta[i];
+		snprintf(name, sizeof(name), "Python GC (gen %" PRId32 ")", g->generation[i]);
+		event_begin(x, "X", name, "python,gc", g->pid[i], g->tid[i], ts);
+		jsonw_key(j, "dur");
+		jsonw_fixed(j, (int64_t)g->dur_ns[i], 3);
+		jsonw_key(j, "args");
+		jsonw_begin_object(j);
+		jsonw_key(j, "generation");
+		jsonw_int(j, g->generation[i]);
+		jsonw_key(j, "collected");
+		jsonw_int(j, g->collected[i]);
 		jsonw_end_object(j);
 		jsonw_end_object(j);
 	}
@@ -1138,6 +1262,8 @@ static int write_json(struct json *x)
 	write_syscalls(x);
 	write_reclaims(x);
 	write_locks(x);
+	write_gil(x);
+	write_pygc(x);
 	write_task_events(x);
 	write_migrations(x);
 	write_markers(x);

@@ -98,6 +98,20 @@
  *        duration_ns. Slices rather than a counter: the UI prints the count on the period
  *        itself, and periods of unequal length read right. Their own track because periods
  *        are long and would break the nesting of the thread's syscalls and off-CPU intervals.
+ *      - stall episodes of the dispatch threads (report_episodes(), lib/report_causes.c:
+ *        gaps of 1 ms or more in its running), on a child track "stall episodes" as for
+ *        page faults (EPISODES_TRACK_UUID): a slice "stall 31.0 ms: 30.0 GIL, 1.0 runqueue"
+ *        (inline, as page faults'), category "stall", annotations made_of (each part and
+ *        who caused it), duration_ns.
+ *      - each GIL wait (GilTable): a slice "GIL wait" on the waiter's track, category
+ *        "python", annotations holder_tid, holder_function ("hold_burst (gil.py:56)", and
+ *        ", read after the wait" when the daemon read it as the record drained), futex_waits,
+ *        blocked_ns, duration_ns, with a flow (flow_ids, 0x48504700_00000000 | row) to an
+ *        instant "held the GIL" (terminating_flow_ids; annotations waiter_tid,
+ *        holder_function) on the holder's track where the wait ended.
+ *      - each Python garbage collection (PythonGcTable, --python-gc): a slice "Python GC
+ *        (gen 2)" on its thread's track, category "python", annotations generation,
+ *        collected (-1: it failed), duration_ns.
  *      A slice is a TYPE_SLICE_BEGIN packet and a TYPE_SLICE_END packet, written in time
  *      order on the thread's sequence. An off-CPU interval inside a syscall nests under it
  *      (read > off-cpu S), as does a lock wait or a reclaim inside a syscall; an END closes
@@ -147,7 +161,7 @@
  *     TracePacket.ftrace_events = 1, process_tree = 2, clock_snapshot = 6, timestamp = 8,
  *     trusted_packet_sequence_id = 10, track_event = 11, interned_data = 12,
  *     sequence_flags = 13, system_info = 45, timestamp_clock_id = 58,
- *     trace_packet_defaults = 59, track_descriptor = 60, perf_sample = 66
+ *     trace_packet_defaults = 59, track_descriptor = 60, perf_sample = 66, machine_id = 98
  *     TracePacket.SequenceFlags SEQ_INCREMENTAL_STATE_CLEARED = 1,
  *     SEQ_NEEDS_INCREMENTAL_STATE = 2
  *   protos/perfetto/trace/trace_packet_defaults.proto
@@ -225,6 +239,7 @@
 #include "export.h"
 #include "hps.h"
 #include "macro.h"
+#include "snapview.h"
 #include "perfetto_internal.h"
 
 #define EXPORT_TREE_CHUNK 1000
@@ -232,6 +247,16 @@
 
 enum {
 	PACKET_TIMESTAMP_CLOCK_ID = 58,
+};
+
+enum {
+	NODE_TRACK_DESCRIPTOR_UUID = 1,
+	NODE_TRACK_DESCRIPTOR_NAME = 2,
+	NODE_TRACK_EVENT_TYPE = 9,
+	NODE_TRACK_EVENT_TRACK_UUID = 11,
+	NODE_TRACK_EVENT_NAME = 23,
+	NODE_TYPE_SLICE_BEGIN = 1,
+	NODE_TYPE_SLICE_END = 2,
 };
 
 enum {
@@ -384,15 +409,25 @@ int pf_packet_end(struct pf_exporter *e, size_t packet)
 	return 0;
 }
 
-size_t pf_packet_begin(struct pbw *w, uint64_t ts, uint32_t seq)
+void pf_packet_ids(struct pf_exporter *e, uint32_t seq)
 {
-	size_t packet = pbw_begin(w, TRACE_PACKET);
+	seq += e->seq_base;
+	pbw_varint(&e->w, PACKET_TRUSTED_PACKET_SEQUENCE_ID, seq);
+	if (e->machine_id)
+		pbw_varint(&e->w, PACKET_MACHINE_ID, e->machine_id);
+	if (seq >= e->seq_end)
+		e->seq_end = seq + 1;
+}
+
+size_t pf_packet_begin(struct pf_exporter *e, uint64_t ts, uint32_t seq)
+{
+	size_t packet = pbw_begin(&e->w, TRACE_PACKET);
 
 	if (ts) {
-		pbw_varint(w, PACKET_TIMESTAMP, ts);
-		pbw_varint(w, PACKET_TIMESTAMP_CLOCK_ID, BUILTIN_CLOCK_BOOTTIME);
+		pbw_varint(&e->w, PACKET_TIMESTAMP, ts);
+		pbw_varint(&e->w, PACKET_TIMESTAMP_CLOCK_ID, BUILTIN_CLOCK_BOOTTIME);
 	}
-	pbw_varint(w, PACKET_TRUSTED_PACKET_SEQUENCE_ID, seq);
+	pf_packet_ids(e, seq);
 	return packet;
 }
 
@@ -435,7 +470,7 @@ static int write_clock_snapshot(struct pf_exporter *e)
 	struct pbw *w = &e->w;
 	size_t packet, cs;
 
-	packet = pf_packet_begin(w, c ? c->boottime_ns : 0, PERFETTO_SEQUENCE_ID);
+	packet = pf_packet_begin(e, c ? c->boottime_ns : 0, PERFETTO_SEQUENCE_ID);
 	cs = pbw_begin(w, PACKET_CLOCK_SNAPSHOT);
 	if (c) {
 		write_clock(w, BUILTIN_CLOCK_BOOTTIME, c->boottime_ns);
@@ -456,7 +491,7 @@ static int write_system_info(struct pf_exporter *e)
 	if (!h)
 		return 0;
 
-	packet = pf_packet_begin(w, 0, PERFETTO_SEQUENCE_ID);
+	packet = pf_packet_begin(e, 0, PERFETTO_SEQUENCE_ID);
 	si = pbw_begin(w, PACKET_SYSTEM_INFO);
 	uts = pbw_begin(w, SYSTEM_INFO_UTSNAME);
 	write_opt_string(w, UTSNAME_SYSNAME, h->sysname);
@@ -468,6 +503,39 @@ static int write_system_info(struct pf_exporter *e)
 		pbw_varint(w, SYSTEM_INFO_NUM_CPUS, h->ncpus);
 	pbw_end(w, si);
 	return pf_packet_end(e, packet);
+}
+
+/*
+ * A machine of a merged trace: a track named for the node ("node-17 (rank 3 of job 777)",
+ * pf_exporter.node_name) with one slice "window" over the snapshot's window, so that the
+ * UI shows each node's name and what its snapshot covers.
+ */
+static int write_node_track(struct pf_exporter *e)
+{
+	const Hostprof__Snapshot *s = e->snap;
+	struct pbw *w = &e->w;
+	size_t packet, d;
+	int r;
+
+	if (!e->node_name)
+		return 0;
+	packet = pf_packet_begin(e, 0, PERFETTO_SEQUENCE_ID);
+	d = pbw_begin(w, PACKET_TRACK_DESCRIPTOR);
+	pbw_varint(w, NODE_TRACK_DESCRIPTOR_UUID, NODE_TRACK_UUID(e));
+	pbw_string(w, NODE_TRACK_DESCRIPTOR_NAME, e->node_name);
+	pbw_end(w, d);
+	r = pf_packet_end(e, packet);
+	for (int k = 0; k < 2 && r >= 0; k++) {
+		packet = pf_packet_begin(e, k ? s->end_ns : s->start_ns, PERFETTO_SEQUENCE_ID);
+		d = pbw_begin(w, PACKET_TRACK_EVENT);
+		pbw_varint(w, NODE_TRACK_EVENT_TYPE, k ? NODE_TYPE_SLICE_END : NODE_TYPE_SLICE_BEGIN);
+		pbw_varint(w, NODE_TRACK_EVENT_TRACK_UUID, NODE_TRACK_UUID(e));
+		if (!k)
+			pbw_string(w, NODE_TRACK_EVENT_NAME, "window");
+		pbw_end(w, d);
+		r = pf_packet_end(e, packet);
+	}
+	return r;
 }
 
 static void write_process(struct pbw *w, const Hostprof__Process *p)
@@ -507,7 +575,7 @@ static int write_process_tree(struct pf_exporter *e)
 
 	for (i = 0; i < total; i++) {
 		if (i % EXPORT_TREE_CHUNK == 0) {
-			packet = pf_packet_begin(w, s->start_ns, PERFETTO_SEQUENCE_ID);
+			packet = pf_packet_begin(e, s->start_ns, PERFETTO_SEQUENCE_ID);
 			tree = pbw_begin(w, PACKET_PROCESS_TREE);
 		}
 		if (i < s->n_processes)
@@ -609,6 +677,8 @@ static void intern_frame(struct exporter *e, uint32_t idx)
 	const Hostprof__Frame *f = s->frames[idx];
 	struct pbw *w = &e->pf.w;
 	uint64_t mapping_iid, rel_pc = f->address;
+	const char *name = f->function;
+	char pyname[1024];
 	size_t fr;
 
 	if (e->frame_sent[idx])
@@ -622,11 +692,13 @@ static void intern_frame(struct exporter *e, uint32_t idx)
 		if (f->address >= mp->start && f->address < mp->limit)
 			rel_pc = f->address - mp->start + mp->offset;
 	}
-	if (f->function && *f->function)
-		intern_string(w, INTERNED_FUNCTION_NAMES, idx + 1, f->function, strlen(f->function));
+	if (f->python && python_frame_text(f, pyname, sizeof(pyname)) > 0)
+		name = pyname; /* "train_step (train.py:42)" */
+	if (name && *name)
+		intern_string(w, INTERNED_FUNCTION_NAMES, idx + 1, name, strlen(name));
 	fr = pbw_begin(w, INTERNED_FRAMES);
 	pbw_varint(w, FRAME_IID, idx + 1);
-	if (f->function && *f->function)
+	if (name && *name)
 		pbw_varint(w, FRAME_FUNCTION_NAME_ID, idx + 1);
 	pbw_varint(w, FRAME_MAPPING_ID, mapping_iid);
 	pbw_varint(w, FRAME_REL_PC, rel_pc);
@@ -738,7 +810,7 @@ static int write_samples(struct exporter *e)
 			flags |= SEQ_INCREMENTAL_STATE_CLEARED;
 			e->profile_started = true;
 		}
-		packet = pf_packet_begin(w, ts, PERFETTO_PROFILE_SEQUENCE_ID);
+		packet = pf_packet_begin(&e->pf, ts, PERFETTO_PROFILE_SEQUENCE_ID);
 		pbw_varint(w, PACKET_SEQUENCE_FLAGS, flags);
 		if (key)
 			iid = intern_callstack(e, key);
@@ -799,6 +871,9 @@ static int write_trace(struct exporter *e)
 	r = write_system_info(pf);
 	if (r < 0)
 		return r;
+	r = write_node_track(pf);
+	if (r < 0)
+		return r;
 	r = write_process_tree(pf);
 	if (r < 0)
 		return r;
@@ -831,17 +906,31 @@ static void exporter_free(struct exporter *e)
 	pbw_free(&e->pf.w);
 }
 
-int snapshot_export_perfetto(const Hostprof__Snapshot *snap, FILE *out)
+int pf_export_machine(const Hostprof__Snapshot *snap, FILE *out, uint32_t machine_id, uint32_t seq_base,
+		      const char *node_name, uint32_t *ret_seq_end)
 {
-	_cleanup_(exporter_free) struct exporter e = { .pf = { .snap = snap, .out = out, .w = PBW_INIT } };
+	_cleanup_(exporter_free) struct exporter e = {
+		.pf = { .snap = snap, .out = out, .w = PBW_INIT, .machine_id = machine_id, .seq_base = seq_base,
+			.node_name = node_name },
+	};
 	int r;
 
-	if (!snap || !out)
+	if (!snap || !out || machine_id >= PF_MAX_MACHINES)
 		return -EINVAL;
 
 	r = validate(snap, &e.pf.ncpus);
 	if (r < 0)
 		return r;
 
-	return write_trace(&e);
+	r = write_trace(&e);
+	if (r < 0)
+		return r;
+	if (ret_seq_end)
+		*ret_seq_end = e.pf.seq_end;
+	return 0;
+}
+
+int snapshot_export_perfetto(const Hostprof__Snapshot *snap, FILE *out)
+{
+	return pf_export_machine(snap, out, 0, 0, NULL, NULL);
 }

@@ -13,12 +13,17 @@
  * thread = the thread's name (when it has one) and tid = its number.
  *
  * A sample's location_ids go leaf first: the kernel frames, innermost first, then the user
- * frames. One Location per distinct (address, mapping, name, kernel) among the frames
- * used, with one Line naming its Function; one Function per distinct name (the name
- * snapview.h's frame_names gives: unresolved frames read "libfoo.so+0x1234" here as in every
- * other format). Every Snapshot.mapping becomes a Mapping with id = index + 1;
- * has_functions is set when every frame used in it is resolved, so that pprof may
- * symbolize the others itself when it has the binary.
+ * frames. One Location per distinct (address, mapping, name, kernel, source line, inlined
+ * frames) among the frames used, with one Line per function there: the inlined ones first,
+ * innermost first, then the frame's own (pprof's order: the last Line is the caller the
+ * others were inlined into), each with its line number. One Function per distinct (name,
+ * system name, file): the name is the one snapview.h's frame_names gives (demangled;
+ * unresolved frames read "libfoo.so+0x1234" here as in every other format), system_name
+ * the symbol as the binary has it (mangled C++), the same as the name when there is no
+ * other. Every Snapshot.mapping becomes a Mapping with id = index + 1; has_functions is set
+ * when every frame used in it is resolved, so that pprof may symbolize the others itself
+ * when it has the binary, and has_filenames, has_line_numbers and has_inline_frames when
+ * every one has its source line.
  *
  * time_nanos is the window's start on CLOCK_REALTIME (from the ClockAnchor),
  * duration_nanos the window, period_type cpu/nanoseconds, period 1e9 / sample_hz.
@@ -36,10 +41,11 @@
  *   Sample.location_id = 1 (packed), value = 2 (packed), label = 3
  *   Label.key = 1, str = 2, num = 3
  *   Mapping.id = 1, memory_start = 2, memory_limit = 3, file_offset = 4, filename = 5,
- *     build_id = 6, has_functions = 7
+ *     build_id = 6, has_functions = 7, has_filenames = 8, has_line_numbers = 9,
+ *     has_inline_frames = 10
  *   Location.id = 1, mapping_id = 2, address = 3, line = 4
- *   Line.function_id = 1
- *   Function.id = 1, name = 2, system_name = 3
+ *   Line.function_id = 1, line = 2
+ *   Function.id = 1, name = 2, system_name = 3, filename = 4
  * String-valued fields hold indexes into string_table, whose entry 0 is "".
  */
 #include <errno.h>
@@ -82,11 +88,14 @@ enum {
 	MAPPING_FILENAME = 5,
 	MAPPING_BUILD_ID = 6,
 	MAPPING_HAS_FUNCTIONS = 7,
+	MAPPING_HAS_FILENAMES = 8,
+	MAPPING_HAS_LINE_NUMBERS = 9,
+	MAPPING_HAS_INLINE_FRAMES = 10,
 };
 
 enum { LOCATION_ID = 1, LOCATION_MAPPING_ID = 2, LOCATION_ADDRESS = 3, LOCATION_LINE = 4 };
-enum { LINE_FUNCTION_ID = 1 };
-enum { FUNCTION_ID = 1, FUNCTION_NAME = 2, FUNCTION_SYSTEM_NAME = 3 };
+enum { LINE_FUNCTION_ID = 1, LINE_LINE = 2 };
+enum { FUNCTION_ID = 1, FUNCTION_NAME = 2, FUNCTION_SYSTEM_NAME = 3, FUNCTION_FILENAME = 4 };
 
 #define N_VALUES 3 /* samples, cpu, offcpu */
 #define GZIP_CHUNK (64u * 1024)
@@ -173,6 +182,12 @@ static void strtab_free(struct strtab *t)
 
 /* ---- the profile ------------------------------------------------------------------------ */
 
+/* A Function, by the string indexes of its name, system name and file. */
+struct func_slot {
+	int64_t name, system, file;
+	uint64_t id; /* 0: empty */
+};
+
 struct pprof {
 	const Hostprof__Snapshot *snap;
 	struct pbw w;
@@ -180,8 +195,8 @@ struct pprof {
 	struct frame_names fn;
 	struct snapview view;
 	uint64_t *loc_of_frame; /* location id of each frame; 0: not used */
-	uint64_t *func_of_string; /* function id of each name's string index; 0: none yet */
-	size_t n_func_of_string;
+	struct func_slot *funcs; /* open addressing by the three */
+	size_t n_func_slots;
 	uint64_t n_functions;
 	int err;
 };
@@ -283,7 +298,14 @@ static void mark_stack(struct pprof *p, uint32_t idx1)
 		p->loc_of_frame[s->frames[j]] = 1;
 }
 
-/* Frame indexes by what makes a Location: address, mapping, kernel, name. */
+static int cmp_source(const char *fa, uint32_t la, const char *fb, uint32_t lb)
+{
+	int c = strcmp(fa ? fa : "", fb ? fb : "");
+
+	return c ? c : la < lb ? -1 : la > lb;
+}
+
+/* Frame indexes by what makes a Location: address, mapping, kernel, name, source. */
 static int cmp_frame(const void *a, const void *b, void *pprof)
 {
 	const struct pprof *p = pprof;
@@ -298,37 +320,86 @@ static int cmp_frame(const void *a, const void *b, void *pprof)
 	if (x->kernel != y->kernel)
 		return x->kernel ? 1 : -1;
 	c = strcmp(p->fn.name[*(const uint32_t *)a], p->fn.name[*(const uint32_t *)b]);
-	return c;
+	if (c)
+		return c;
+	/* a return address is looked up at the call before it: the line can differ from a leaf's */
+	c = cmp_source(x->file, x->line, y->file, y->line);
+	if (c || x->n_inlined != y->n_inlined)
+		return c ? c : x->n_inlined < y->n_inlined ? -1 : 1;
+	for (size_t k = 0; k < x->n_inlined; k++) {
+		const Hostprof__InlinedFrame *u = x->inlined[k], *v = y->inlined[k];
+
+		c = strcmp(snapview_inlined_name(u), snapview_inlined_name(v));
+		if (!c)
+			c = cmp_source(u->file, u->line, v->file, v->line);
+		if (c)
+			return c;
+	}
+	return 0;
 }
 
-static uint64_t function_id(struct pprof *p, const char *name)
+static size_t func_slot(const struct pprof *p, int64_t name, int64_t system, int64_t file)
 {
-	int64_t idx = str(p, name);
+	size_t mask = p->n_func_slots - 1;
+	size_t i = (size_t)(((uint64_t)name * 0x9e3779b97f4a7c15ULL) ^
+			    ((uint64_t)system * 0xc2b2ae3d27d4eb4fULL) ^
+			    ((uint64_t)file * 0x165667b19e3779f9ULL)) &
+		   mask;
+
+	while (p->funcs[i].id &&
+	       (p->funcs[i].name != name || p->funcs[i].system != system || p->funcs[i].file != file))
+		i = (i + 1) & mask;
+	return i;
+}
+
+/* The Function of (name, system name, file), written the first time it is asked for. */
+static uint64_t function_id(struct pprof *p, const char *name, const char *system, const char *file)
+{
+	int64_t n = str(p, name), sys = system && system[0] ? str(p, system) : n, fl = str(p, file);
+	size_t i;
 
 	if (p->err)
 		return 0;
-	if ((size_t)idx >= p->n_func_of_string) {
-		size_t n = MAX((size_t)idx + 1, p->n_func_of_string * 2);
-		uint64_t *v = reallocarray(p->func_of_string, n, sizeof(*v));
+	if ((p->n_functions + 1) * 2 > p->n_func_slots) {
+		size_t cap = p->n_func_slots ? 2 * p->n_func_slots : 1024;
+		struct func_slot *old = p->funcs, *slots = calloc(cap, sizeof(*slots));
+		size_t old_n = p->n_func_slots;
 
-		if (!v) {
+		if (!slots) {
 			p->err = -ENOMEM;
 			return 0;
 		}
-		memset(v + p->n_func_of_string, 0, (n - p->n_func_of_string) * sizeof(*v));
-		p->func_of_string = v;
-		p->n_func_of_string = n;
+		p->funcs = slots;
+		p->n_func_slots = cap;
+		for (size_t k = 0; k < old_n; k++)
+			if (old[k].id)
+				p->funcs[func_slot(p, old[k].name, old[k].system, old[k].file)] = old[k];
+		free(old);
 	}
-	if (!p->func_of_string[idx]) {
+	i = func_slot(p, n, sys, fl);
+	if (!p->funcs[i].id) {
 		size_t tok = pbw_begin(&p->w, PROFILE_FUNCTION);
 
-		p->func_of_string[idx] = ++p->n_functions;
+		p->funcs[i] =
+			(struct func_slot){ .name = n, .system = sys, .file = fl, .id = ++p->n_functions };
 		pbw_varint(&p->w, FUNCTION_ID, p->n_functions);
-		pbw_varint(&p->w, FUNCTION_NAME, (uint64_t)idx);
-		pbw_varint(&p->w, FUNCTION_SYSTEM_NAME, (uint64_t)idx);
+		pbw_varint(&p->w, FUNCTION_NAME, (uint64_t)n);
+		pbw_varint(&p->w, FUNCTION_SYSTEM_NAME, (uint64_t)sys);
+		if (fl)
+			pbw_varint(&p->w, FUNCTION_FILENAME, (uint64_t)fl);
 		pbw_end(&p->w, tok);
 	}
-	return p->func_of_string[idx];
+	return p->funcs[i].id;
+}
+
+static void put_line(struct pprof *p, uint64_t func, uint32_t line)
+{
+	size_t tok = pbw_begin(&p->w, LOCATION_LINE);
+
+	pbw_varint(&p->w, LINE_FUNCTION_ID, func);
+	if (line)
+		pbw_varint(&p->w, LINE_LINE, line);
+	pbw_end(&p->w, tok);
 }
 
 /* Marks every frame that a sample or an off-CPU interval uses. */
@@ -363,23 +434,32 @@ static int put_locations(struct pprof *p)
 	qsort_r_safe(used, n, sizeof(*used), cmp_frame, p);
 	for (size_t k = 0; k < n; k++) {
 		const Hostprof__Frame *f = s->frames[used[k]];
-		uint64_t func;
-		size_t tok, line;
+		size_t tok;
 
 		if (k && !cmp_frame(&used[k - 1], &used[k], p)) {
 			p->loc_of_frame[used[k]] = id;
 			continue;
 		}
-		func = function_id(p, p->fn.name[used[k]]);
+		/* the Functions first: each is a message of its own, not inside the Location */
+		_cleanup_free_ uint64_t *funcs = calloc(f->n_inlined + 1, sizeof(*funcs));
+
+		if (!funcs)
+			return -ENOMEM;
+		for (size_t i = 0; i < f->n_inlined; i++)
+			funcs[i] = function_id(p, snapview_inlined_name(f->inlined[i]),
+					       f->inlined[i]->system_name, f->inlined[i]->file);
+		/* a Python frame: its qualified name in its file (the name shown elsewhere has the line) */
+		funcs[f->n_inlined] = f->python ? function_id(p, f->function ? f->function : "?", NULL, f->file)
+						: function_id(p, p->fn.name[used[k]], f->system_name, f->file);
 		p->loc_of_frame[used[k]] = ++id;
 		tok = pbw_begin(&p->w, PROFILE_LOCATION);
 		pbw_varint(&p->w, LOCATION_ID, id);
 		if (f->mapping)
 			pbw_varint(&p->w, LOCATION_MAPPING_ID, f->mapping);
 		pbw_varint(&p->w, LOCATION_ADDRESS, f->address);
-		line = pbw_begin(&p->w, LOCATION_LINE);
-		pbw_varint(&p->w, LINE_FUNCTION_ID, func);
-		pbw_end(&p->w, line);
+		for (size_t i = 0; i < f->n_inlined; i++)
+			put_line(p, funcs[i], f->inlined[i]->line);
+		put_line(p, funcs[f->n_inlined], f->line);
 		pbw_end(&p->w, tok);
 	}
 	return p->err;
@@ -389,16 +469,21 @@ static int put_locations(struct pprof *p)
 static int put_mappings(struct pprof *p)
 {
 	const Hostprof__Snapshot *s = p->snap;
-	_cleanup_free_ bool *unresolved = NULL;
+	_cleanup_free_ bool *unresolved = NULL, *no_lines = NULL;
 
 	unresolved = calloc(MAX(s->n_mappings, (size_t)1), sizeof(*unresolved));
-	if (!unresolved)
+	no_lines = calloc(MAX(s->n_mappings, (size_t)1), sizeof(*no_lines));
+	if (!unresolved || !no_lines)
 		return -ENOMEM;
 	for (size_t i = 0; i < s->n_frames; i++) {
 		const Hostprof__Frame *f = s->frames[i];
 
-		if (p->loc_of_frame[i] && f->mapping && !(f->function && f->function[0]))
+		if (!p->loc_of_frame[i] || !f->mapping)
+			continue;
+		if (!(f->function && f->function[0]))
 			unresolved[f->mapping - 1] = true;
+		if (!(f->file && f->file[0]))
+			no_lines[f->mapping - 1] = true;
 	}
 	for (size_t i = 0; i < s->n_mappings; i++) {
 		const Hostprof__Mapping *m = s->mappings[i];
@@ -413,6 +498,11 @@ static int put_mappings(struct pprof *p)
 			pbw_varint(&p->w, MAPPING_BUILD_ID, (uint64_t)str(p, m->build_id));
 		if (!unresolved[i])
 			pbw_varint(&p->w, MAPPING_HAS_FUNCTIONS, 1);
+		if (!no_lines[i]) {
+			pbw_varint(&p->w, MAPPING_HAS_FILENAMES, 1);
+			pbw_varint(&p->w, MAPPING_HAS_LINE_NUMBERS, 1);
+			pbw_varint(&p->w, MAPPING_HAS_INLINE_FRAMES, 1);
+		}
 		pbw_end(&p->w, tok);
 	}
 	return p->err;
@@ -538,6 +628,6 @@ out:
 	frame_names_free(&p.fn);
 	snapview_free(&p.view);
 	free(p.loc_of_frame);
-	free(p.func_of_string);
+	free(p.funcs);
 	return r;
 }

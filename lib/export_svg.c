@@ -282,7 +282,12 @@ static bool is_kernel(const struct node *nd)
 	return nd->len >= 4 && !memcmp(nd->name + nd->len - 4, "_[k]", 4);
 }
 
-/* Warm colors on-CPU, cold ones off-CPU; kernel frames in their own hue; roots gray. */
+static bool is_inlined(const struct node *nd)
+{
+	return nd->len >= 4 && !memcmp(nd->name + nd->len - 4, "_[i]", 4);
+}
+
+/* Warm colors on-CPU, cold ones off-CPU; kernel and inlined frames in hues of their own; roots gray. */
 static void color(const struct node *nd, bool offcpu, char *buf, size_t len)
 {
 	uint32_t h = name_hash(nd->name, nd->len);
@@ -291,6 +296,11 @@ static void color(const struct node *nd, bool offcpu, char *buf, size_t len)
 
 	if (nd->depth <= 1) {
 		r = g = b = 190 + v1 * 40 / 255;
+	} else if (is_inlined(nd)) {
+		/* aqua on-CPU, as flamegraph.pl colors inlined frames; violet off-CPU */
+		r = offcpu ? 120 + v1 * 60 / 255 : v1 * 55 / 255;
+		g = offcpu ? v2 * 60 / 255 : 165 + v2 * 55 / 255;
+		b = offcpu ? 190 + v3 * 60 / 255 : 165 + v3 * 55 / 255;
 	} else if (!offcpu && !is_kernel(nd)) {
 		r = 205 + v1 * 50 / 255;
 		g = v2 * 230 / 255;

@@ -69,7 +69,7 @@ static void put_folded_name(FILE *f, const char *s)
 		fputc(*p == ';' || *p < 0x20 || *p == 0x7f ? '_' : *p, f);
 }
 
-/* Appends the frames of stack idx1 (index + 1), outermost first. */
+/* Appends the frames of stack idx1 (index + 1), outermost first; a frame's inlined functions after it. */
 static void put_folded_stack(FILE *f, const Hostprof__Snapshot *snap, const struct frame_names *fn,
 			     uint32_t idx1, bool kernel)
 {
@@ -79,10 +79,17 @@ static void put_folded_stack(FILE *f, const Hostprof__Snapshot *snap, const stru
 		return;
 	st = snap->stacks[idx1 - 1];
 	for (size_t j = st->n_frames; j-- > 0;) {
+		const Hostprof__Frame *fr = snap->frames[st->frames[j]];
+
 		fputc(';', f);
 		put_folded_name(f, fn->name[st->frames[j]]);
 		if (kernel)
 			fputs("_[k]", f);
+		for (size_t k = fr->n_inlined; k-- > 0;) {
+			fputc(';', f);
+			put_folded_name(f, snapview_inlined_name(fr->inlined[k]));
+			fputs(kernel ? "_[k]" : "_[i]", f);
+		}
 	}
 }
 

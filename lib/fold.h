@@ -25,8 +25,11 @@ int snapshot_stack_counts(const Hostprof__Snapshot *snap, bool offcpu, struct st
 /*
  * Folded stacks, as FlameGraph's stackcollapse scripts write them: the thread's name
  * ("[tid N]" when it has none) as the root frame, then the user frames outermost first,
- * then the kernel frames outermost first with the suffix "_[k]". Frame names have ';'
- * and control characters replaced by '_'. On-CPU, count is samples; off-CPU, the
+ * then the kernel frames outermost first with the suffix "_[k]"; the functions inlined at
+ * a user frame follow it as frames of their own, with the suffix "_[i]" (FlameGraph's
+ * annotations: flamegraph.pl colors them and strips the suffix). Frames are named by
+ * function only, not file:line, so that a function's samples stay one frame. Frame names
+ * have ';' and control characters replaced by '_'. On-CPU, count is samples; off-CPU, the
  * microseconds blocked (the sum of dur_ns of identical stacks, divided by 1000; stacks
  * that come to 0 us are left out). Stacks are sorted bytewise and each appears once.
  */

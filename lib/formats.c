@@ -357,3 +357,43 @@ int formats_write(const Hostprof__Snapshot *snap, const uint8_t *hps, size_t hps
 	*ret = out;
 	return 0;
 }
+
+int formats_write_new(const char *path, mode_t mode, int (*write_fn)(void *ud, FILE *f), void *ud)
+{
+	_cleanup_free_ char *tmp = NULL;
+	struct stat st;
+	FILE *f;
+	int fd, r = 0;
+
+	if (lstat(path, &st) == 0)
+		return -EEXIST;
+	if (errno != ENOENT)
+		return negative_errno();
+	if (asprintf(&tmp, "%s.tmpXXXXXX", path) < 0)
+		return -ENOMEM;
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		return negative_errno();
+	if (fchmod(fd, mode) < 0 || !(f = fdopen(fd, "w"))) {
+		r = negative_errno();
+		close(fd);
+		unlink(tmp);
+		return r;
+	}
+	setvbuf(f, NULL, _IOFBF, FILE_BUFFER);
+	r = write_fn(ud, f);
+	if (r >= 0 && fflush(f) != 0)
+		r = negative_errno();
+	if (r >= 0 && fsync(fileno(f)) < 0)
+		r = negative_errno();
+	if (fclose(f) != 0 && r >= 0)
+		r = negative_errno();
+	/* into place only where nothing is: a file made meanwhile is not replaced */
+	if (r >= 0 && renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) < 0) {
+		r = negative_errno();
+		if (r == -EINVAL) /* a file system without RENAME_NOREPLACE */
+			r = link(tmp, path) < 0 ? negative_errno() : 0;
+	}
+	unlink(tmp); /* renamed: gone already; linked: the second name */
+	return r;
+}

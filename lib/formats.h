@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "snapshot.pb-c.h"
@@ -51,5 +52,12 @@ struct formats_out {
 int formats_write(const Hostprof__Snapshot *snap, const uint8_t *hps, size_t hps_len, unsigned mask,
 		  const char *output, bool prefix_only, mode_t mode, struct formats_out *ret);
 void formats_out_free(struct formats_out *o);
+
+/*
+ * One new file that write_fn(ud, f) makes (hostprofctl merge): written to a temporary file
+ * in the same directory, fsync'ed, and renamed into place only if nothing is at path.
+ * -EEXIST when something is (before or after the writing); on any failure nothing is left.
+ */
+int formats_write_new(const char *path, mode_t mode, int (*write_fn)(void *ud, FILE *f), void *ud);
 
 #endif

@@ -83,7 +83,7 @@ static bool syscalls_ok(const Hostprof__Snapshot *s)
 
 	return SAME_LEN(t, n, dur_ns) && SAME_LEN(t, n, tid) && SAME_LEN(t, n, pid) && SAME_LEN(t, n, nr) &&
 	       SAME_LEN(t, n, ret) && SAME_LEN(t, n, arg0) && SAME_LEN(t, n, arg1) && SAME_LEN(t, n, arg2) &&
-	       SAME_LEN(t, n, cpu);
+	       SAME_LEN(t, n, cpu) && (t->n_flags == 0 || SAME_LEN(t, n, flags));
 }
 
 static bool offcpu_ok(const Hostprof__Snapshot *s)
@@ -216,6 +216,12 @@ static bool pointers_ok(const Hostprof__Snapshot *s)
 	for (size_t i = 0; i < s->n_stacks; i++)
 		if (s->stacks[i]->n_frames && !s->stacks[i]->frames)
 			return false;
+	for (size_t i = 0; i < s->n_frames; i++)
+		if (!all_set((void *const *)s->frames[i]->inlined, s->frames[i]->n_inlined))
+			return false;
+	for (size_t i = 0; i < s->n_mappings; i++)
+		if (s->mappings[i]->n_debug_packages && !s->mappings[i]->debug_packages)
+			return false;
 	if (t && t->n_ts_delta &&
 	    (!t->ts_delta || !t->cpu || !t->prev_tid || !t->prev_pid || !t->prev_comm || !t->prev_prio ||
 	     !t->prev_state || !t->next_tid || !t->next_pid || !t->next_comm || !t->next_prio))
@@ -240,23 +246,6 @@ static bool times_ok(uint64_t start, const uint64_t *delta, const uint64_t *dur,
 	return true;
 }
 
-static bool all_times_ok(const Hostprof__Snapshot *s)
-{
-	uint64_t t0 = s->start_ns;
-
-	return (!s->switches || times_ok(t0, s->switches->ts_delta, NULL, s->switches->n_ts_delta)) &&
-	       (!s->wakeups || times_ok(t0, s->wakeups->ts_delta, NULL, s->wakeups->n_ts_delta)) &&
-	       (!s->migrations || times_ok(t0, s->migrations->ts_delta, NULL, s->migrations->n_ts_delta)) &&
-	       (!s->syscalls || times_ok(t0, s->syscalls->ts_delta, s->syscalls->dur_ns, s->syscalls->n_ts_delta)) &&
-	       (!s->offcpu || times_ok(t0, s->offcpu->ts_delta, s->offcpu->dur_ns, s->offcpu->n_ts_delta)) &&
-	       (!s->samples || times_ok(t0, s->samples->ts_delta, NULL, s->samples->n_ts_delta)) &&
-	       (!s->task_events || times_ok(t0, s->task_events->ts_delta, NULL, s->task_events->n_ts_delta)) &&
-	       (!s->irqs || times_ok(t0, s->irqs->ts_delta, s->irqs->dur_ns, s->irqs->n_ts_delta)) &&
-	       (!s->reclaims || times_ok(t0, s->reclaims->ts_delta, s->reclaims->dur_ns, s->reclaims->n_ts_delta)) &&
-	       (!s->faults || times_ok(t0, s->faults->ts_delta, s->faults->dur_ns, s->faults->n_ts_delta)) &&
-	       (!s->locks || times_ok(t0, s->locks->ts_delta, s->locks->dur_ns, s->locks->n_ts_delta));
-}
-
 /* The Python threads' frames are indexes into their table; eval_entry, when there, is one per frame. */
 static bool python_ok(const Hostprof__Snapshot *s)
 {
@@ -276,37 +265,104 @@ static bool python_ok(const Hostprof__Snapshot *s)
 	return true;
 }
 
-/* What every exporter may rely on: no missing entries, tables line up, indexes stay in
- * range, and absolute times do not wrap. */
-static bool snapshot_consistent(const Hostprof__Snapshot *s)
+/* The Python GC table's columns line up. */
+static bool pygc_ok(const Hostprof__Snapshot *s)
 {
+	const Hostprof__PythonGcTable *t = s->python_gc;
+	size_t n = t->n_ts_delta;
+
+	return SAME_LEN(t, n, dur_ns) && SAME_LEN(t, n, tid) && SAME_LEN(t, n, pid) && SAME_LEN(t, n, generation) &&
+	       SAME_LEN(t, n, collected) && times_ok(s->start_ns, t->ts_delta, t->dur_ns, n);
+}
+
+/* The GIL table's columns line up, its stacks' frames and its rows' stacks index their tables. */
+static bool gil_ok(const Hostprof__Snapshot *s)
+{
+	const Hostprof__GilTable *t = s->gil;
+	size_t n = t->n_ts_delta;
+
+	if (!SAME_LEN(t, n, dur_ns) || !SAME_LEN(t, n, tid) || !SAME_LEN(t, n, pid) || !SAME_LEN(t, n, holder_tid) ||
+	    !SAME_LEN(t, n, first_holder_tid) || !SAME_LEN(t, n, waits) || !SAME_LEN(t, n, blocked_ns) ||
+	    !SAME_LEN(t, n, holder_stack))
+		return false;
+	if (!all_set((void *const *)t->stacks, t->n_stacks) || !all_set((void *const *)t->frames, t->n_frames) ||
+	    !all_set((void *const *)t->totals, t->n_totals))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!IDX1_OK(t->holder_stack[i], t->n_stacks))
+			return false;
+	for (size_t i = 0; i < t->n_stacks; i++) {
+		if (t->stacks[i]->n_frames && !t->stacks[i]->frames)
+			return false;
+		for (size_t k = 0; k < t->stacks[i]->n_frames; k++)
+			if (!IDX_OK(t->stacks[i]->frames[k], t->n_frames))
+				return false;
+	}
+	return times_ok(s->start_ns, t->ts_delta, t->dur_ns, n);
+}
+
+/* What every exporter may rely on: no missing entries, tables line up, indexes stay in
+ * range, and absolute times do not wrap. NULL when it holds, else the part that does not. */
+static const char *snapshot_inconsistency(const Hostprof__Snapshot *s)
+{
+	const uint64_t t0 = s->start_ns;
+
 	if (!pointers_ok(s))
-		return false;
+		return "an entry of an array is missing";
 	if (s->switches && !switches_ok(s))
-		return false;
+		return "the switch table";
 	if (s->wakeups && !wakeups_ok(s))
-		return false;
+		return "the wakeup table";
 	if (s->migrations && !migrations_ok(s))
-		return false;
+		return "the migration table";
 	if (s->syscalls && !syscalls_ok(s))
-		return false;
+		return "the syscall table";
 	if (s->offcpu && !offcpu_ok(s))
-		return false;
+		return "the off-CPU table";
 	if (s->samples && !samples_ok(s))
-		return false;
+		return "the sample table";
 	if (s->task_events && !task_events_ok(s))
-		return false;
+		return "the task event table";
 	if (s->irqs && !irqs_ok(s))
-		return false;
+		return "the interrupt table";
 	if (s->reclaims && !reclaims_ok(s))
-		return false;
+		return "the reclaim table";
 	if (s->faults && !faults_ok(s))
-		return false;
+		return "the fault table";
 	if (s->locks && !locks_ok(s))
-		return false;
+		return "the lock table";
 	if (s->python && !python_ok(s))
-		return false;
-	return stacks_ok(s) && all_times_ok(s); /* after the lengths: dur_ns is as long as ts_delta */
+		return "the Python state";
+	if (s->gil && !gil_ok(s))
+		return "the GIL table";
+	if (s->python_gc && !pygc_ok(s))
+		return "the Python GC table";
+	if (!stacks_ok(s))
+		return "the stacks";
+	/* after the lengths: dur_ns is as long as ts_delta */
+	if (s->switches && !times_ok(t0, s->switches->ts_delta, NULL, s->switches->n_ts_delta))
+		return "the switch table's times";
+	if (s->wakeups && !times_ok(t0, s->wakeups->ts_delta, NULL, s->wakeups->n_ts_delta))
+		return "the wakeup table's times";
+	if (s->migrations && !times_ok(t0, s->migrations->ts_delta, NULL, s->migrations->n_ts_delta))
+		return "the migration table's times";
+	if (s->syscalls && !times_ok(t0, s->syscalls->ts_delta, s->syscalls->dur_ns, s->syscalls->n_ts_delta))
+		return "the syscall table's times";
+	if (s->offcpu && !times_ok(t0, s->offcpu->ts_delta, s->offcpu->dur_ns, s->offcpu->n_ts_delta))
+		return "the off-CPU table's times";
+	if (s->samples && !times_ok(t0, s->samples->ts_delta, NULL, s->samples->n_ts_delta))
+		return "the sample table's times";
+	if (s->task_events && !times_ok(t0, s->task_events->ts_delta, NULL, s->task_events->n_ts_delta))
+		return "the task event table's times";
+	if (s->irqs && !times_ok(t0, s->irqs->ts_delta, s->irqs->dur_ns, s->irqs->n_ts_delta))
+		return "the interrupt table's times";
+	if (s->reclaims && !times_ok(t0, s->reclaims->ts_delta, s->reclaims->dur_ns, s->reclaims->n_ts_delta))
+		return "the reclaim table's times";
+	if (s->faults && !times_ok(t0, s->faults->ts_delta, s->faults->dur_ns, s->faults->n_ts_delta))
+		return "the fault table's times";
+	if (s->locks && !times_ok(t0, s->locks->ts_delta, s->locks->dur_ns, s->locks->n_ts_delta))
+		return "the lock table's times";
+	return NULL;
 }
 
 int hps_unpack(const uint8_t *data, size_t len, Hostprof__Snapshot **ret_snap)
@@ -318,7 +374,7 @@ int hps_unpack(const uint8_t *data, size_t len, Hostprof__Snapshot **ret_snap)
 	s = hostprof__snapshot__unpack(NULL, len - HPS_MAGIC_LEN, data + HPS_MAGIC_LEN);
 	if (!s)
 		return -EBADMSG;
-	if (!snapshot_consistent(s)) {
+	if (snapshot_inconsistency(s)) {
 		hostprof__snapshot__free_unpacked(s, NULL);
 		return -EBADMSG;
 	}
@@ -329,7 +385,12 @@ int hps_unpack(const uint8_t *data, size_t len, Hostprof__Snapshot **ret_snap)
 /* The same checks for a snapshot built in memory. */
 int hps_validate(const Hostprof__Snapshot *snap)
 {
-	return snapshot_consistent(snap) ? 0 : -EINVAL;
+	return snapshot_inconsistency(snap) ? -EINVAL : 0;
+}
+
+const char *hps_inconsistency(const Hostprof__Snapshot *snap)
+{
+	return snapshot_inconsistency(snap);
 }
 
 int hps_read_file(const char *path, Hostprof__Snapshot **ret_snap)

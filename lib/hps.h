@@ -23,6 +23,8 @@ int hps_pack(const Hostprof__Snapshot *snap, uint8_t **ret_data, size_t *ret_len
 int hps_unpack(const uint8_t *data, size_t len, Hostprof__Snapshot **ret_snap);
 /* The consistency checks of hps_unpack for a snapshot built in memory: -EINVAL. */
 int hps_validate(const Hostprof__Snapshot *snap);
+/* What of a snapshot built in memory fails those checks, in words; NULL when none does. */
+const char *hps_inconsistency(const Hostprof__Snapshot *snap);
 int hps_read_file(const char *path, Hostprof__Snapshot **ret_snap);
 void hps_free(Hostprof__Snapshot *snap);
 
@@ -76,6 +78,22 @@ int hps_switch_times(const Hostprof__Snapshot *snap, uint64_t **ret_ts);
 #define HPS_LOCK_PERCPU 0x10
 #define HPS_LOCK_MUTEX 0x20
 #define HPS_LOCK_MMAP 0x10000 /* the lock is the mmap_lock of the thread's own process */
+
+/* SyscallTable.flags (hps_syscall_flags) */
+#define HPS_SYSCALL_BLOCKED 0x1     /* syscalls = blocking: dur_ns is the time it was blocked */
+#define HPS_SYSCALL_RET_UNKNOWN 0x2 /* ret is not known */
+
+static inline uint32_t hps_syscall_flags(const Hostprof__SyscallTable *t, size_t i)
+{
+	return i < t->n_flags ? t->flags[i] : 0;
+}
+
+/* syscalls = blocking: syscalls that never sleep, per-call counts (syscall_hist) and
+ * return values are not covered (Snapshot.not_covered says it in words). */
+static inline bool hps_syscalls_blocking(const Hostprof__Snapshot *snap)
+{
+	return snap->has_syscall_mode && snap->syscall_mode == HOSTPROF__SYSCALL_MODE__SYSCALLS_BLOCKING;
+}
 
 /* Snapshot.interference: the tables captured */
 #define HPS_INTERF_IRQ 0x1

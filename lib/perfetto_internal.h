@@ -21,10 +21,15 @@
 #define PERFETTO_PROFILE_SEQUENCE_ID 0x4851 /* the samples and their interned stacks */
 #define PERFETTO_TRACK_CLOCK_ID 64 /* a track sequence's own incremental clock (64..127) */
 
-/* Track uuids: global to the trace, not 0; tids and pids stay below 2^22. */
-#define THREAD_TRACK_UUID(tid) (UINT64_C(0x4850000000000000) | (uint64_t)(tid))
-#define PROCESS_TRACK_UUID(pid) (UINT64_C(0x4850100000000000) | (uint64_t)(pid))
-#define FAULTS_TRACK_UUID(tid) (UINT64_C(0x4850200000000000) | (uint64_t)(tid))
+/* Track uuids: global to the trace, not 0; tids and pids stay below 2^22, and bits 22..43
+ * hold the machine (pf_exporter.machine_id, 0 in a trace of one snapshot). */
+#define PF_MACHINE_BITS(e) ((uint64_t)(e)->machine_id << 22)
+#define THREAD_TRACK_UUID(e, tid) (UINT64_C(0x4850000000000000) | PF_MACHINE_BITS(e) | (uint64_t)(tid))
+#define PROCESS_TRACK_UUID(e, pid) (UINT64_C(0x4850100000000000) | PF_MACHINE_BITS(e) | (uint64_t)(pid))
+#define FAULTS_TRACK_UUID(e, tid) (UINT64_C(0x4850200000000000) | PF_MACHINE_BITS(e) | (uint64_t)(tid))
+#define EPISODES_TRACK_UUID(e, tid) (UINT64_C(0x4850300000000000) | PF_MACHINE_BITS(e) | (uint64_t)(tid))
+#define NODE_TRACK_UUID(e) (UINT64_C(0x4850400000000000) | PF_MACHINE_BITS(e))
+#define PF_MAX_MACHINES (1u << 22)
 
 #define EXPORT_FLUSH_BYTES (256u * 1024)
 #define EXPORT_MAX_CPUS 8192 /* the kernel's largest NR_CPUS */
@@ -49,6 +54,7 @@ enum {
 	PACKET_TRACE_PACKET_DEFAULTS = 59,
 	PACKET_TRACK_DESCRIPTOR = 60,
 	PACKET_PERF_SAMPLE = 66,
+	PACKET_MACHINE_ID = 98,
 };
 
 enum {
@@ -79,6 +85,11 @@ struct pf_thread {
 struct pf_exporter {
 	const Hostprof__Snapshot *snap;
 	FILE *out;
+	/* One machine of a multi-machine trace (merge.c): every packet says machine_id, and
+	 * its sequence ids are seq_base + the ones of a trace of its own; 0 and 0 otherwise. */
+	uint32_t machine_id, seq_base;
+	uint32_t seq_end; /* the highest sequence id written, + 1 */
+	const char *node_name; /* that machine's track name; NULL: no node track */
 	struct pbw w;
 	size_t ncpus; /* highest CPU number seen + 1 */
 	struct snapview view;
@@ -87,14 +98,24 @@ struct pf_exporter {
 
 /* Writes out what the buffer holds. */
 int pf_flush(struct pf_exporter *e);
-/* Opens a packet: the Trace.packet field, the sequence id and, if ts is set, the time. */
-size_t pf_packet_begin(struct pbw *w, uint64_t ts, uint32_t seq);
+/* Opens a packet: the Trace.packet field, if ts is set the time, then pf_packet_ids(). */
+size_t pf_packet_begin(struct pf_exporter *e, uint64_t ts, uint32_t seq);
+/* A packet's sequence id (seq_base added) and, in a multi-machine trace, its machine. */
+void pf_packet_ids(struct pf_exporter *e, uint32_t seq);
 /* Closes a packet and writes the buffer out once it is large enough. */
 int pf_packet_end(struct pf_exporter *e, size_t packet);
 /* The thread of tid (NULL for tid 0 and tids the view does not know). */
 struct pf_thread *pf_thread(struct pf_exporter *e, uint32_t tid);
 /* Snapshot.strings[idx]; validate() checked idx, a NULL entry reads as "". */
 const char *pf_string(const Hostprof__Snapshot *s, uint32_t idx);
+
+/*
+ * The trace of one snapshot as machine machine_id (0: the only one, no machine_id field) of
+ * a multi-machine trace, its sequence ids from seq_base + 2: snapshot_export_perfetto()
+ * with those, for merge.c. *ret_seq_end: the highest sequence id it wrote + 1.
+ */
+int pf_export_machine(const Hostprof__Snapshot *snap, FILE *out, uint32_t machine_id, uint32_t seq_base,
+		      const char *node_name, uint32_t *ret_seq_end);
 
 /* perfetto_sched.c: part 4, the per-CPU bundles. */
 int pf_write_sched(struct pf_exporter *e);

@@ -293,7 +293,7 @@ static int write_bundle(struct sched *sc, uint32_t cpu, struct cpu_batch *b)
 	uint32_t nswitch = 0, nwaking = 0;
 	size_t packet, bundle;
 
-	packet = pf_packet_begin(w, b->ts[0], PERFETTO_SEQUENCE_ID);
+	packet = pf_packet_begin(e, b->ts[0], PERFETTO_SEQUENCE_ID);
 	bundle = pbw_begin(w, PACKET_FTRACE_EVENTS);
 	pbw_varint(w, BUNDLE_CPU, cpu);
 	for (uint32_t k = 0; k < b->n; k++) {

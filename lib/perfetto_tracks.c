@@ -20,7 +20,8 @@
  * table are grouped by owner (a counting sort, which keeps each table's time order), and an
  * owner's rows of all tables are merged by time: a slice's END waits in a min-heap, and
  * goes before a BEGIN of the same nanosecond; of two slices that begin together the longer
- * goes first, so it is the outer one.
+ * goes first, so it is the outer one. The dispatch threads' stall episodes
+ * (report_episodes()) are rows of that merge too, on a child track of the thread's.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -30,6 +31,8 @@
 #include "hps.h"
 #include "macro.h"
 #include "perfetto_internal.h"
+#include "report.h"
+#include "snapview.h"
 
 #define EXPORT_STACK_TEXT 4096 /* the longest stack annotation, bytes */
 #define STATES 0x200 /* prev_state values with cached names: HPS_STATE_KNOWN + 1 */
@@ -60,6 +63,8 @@ enum {
 	TRACK_EVENT_NAME_IID = 10,
 	TRACK_EVENT_TRACK_UUID = 11,
 	TRACK_EVENT_NAME = 23,
+	TRACK_EVENT_FLOW_IDS = 47, /* fixed64 */
+	TRACK_EVENT_TERMINATING_FLOW_IDS = 48,
 	TYPE_SLICE_BEGIN = 1,
 	TYPE_SLICE_END = 2,
 	TYPE_INSTANT = 3,
@@ -79,7 +84,12 @@ enum {
 };
 
 /* The tables whose rows go on thread tracks. */
-enum { K_SYSCALL, K_OFFCPU, K_MIGRATION, K_MARKER, K_RECLAIM, K_LOCK, K_FAULT, KINDS };
+/* K_GIL: a GIL wait on its waiter's track; K_GIL_HELD: its end on the holder's, where its flow lands */
+/* K_PYGC: a Python garbage collection (gc__start to gc__done) on its thread's track */
+enum { K_SYSCALL, K_OFFCPU, K_MIGRATION, K_MARKER, K_RECLAIM, K_LOCK, K_FAULT, K_EPISODE, K_GIL, K_GIL_HELD, K_PYGC, KINDS };
+
+/* The flow of GilTable row i: from the waiter's slice to the holder's instant. */
+#define GIL_FLOW_ID(i) (UINT64_C(0x4850470000000000) | (uint64_t)(i))
 
 /* Debug annotation names; iid = position + 1. */
 enum {
@@ -110,6 +120,15 @@ enum {
 	A_PROT,
 	A_MINOR,
 	A_MAJOR,
+	A_MADE_OF,
+	A_HOLDER_TID,
+	A_HOLDER_FUNCTION,
+	A_WAITS,
+	A_BLOCKED_NS,
+	A_WAITER_TID,
+	A_BLOCKED,
+	A_GENERATION,
+	A_COLLECTED,
 	ANNOTATIONS,
 };
 
@@ -141,6 +160,15 @@ static const char *const annotation_names[ANNOTATIONS] = {
 	[A_PROT] = "prot",
 	[A_MINOR] = "minor",
 	[A_MAJOR] = "major",
+	[A_MADE_OF] = "made_of",
+	[A_HOLDER_TID] = "holder_tid",
+	[A_HOLDER_FUNCTION] = "holder_function",
+	[A_WAITS] = "futex_waits",
+	[A_BLOCKED_NS] = "blocked_ns",
+	[A_WAITER_TID] = "waiter_tid",
+	[A_BLOCKED] = "blocked",
+	[A_GENERATION] = "generation",
+	[A_COLLECTED] = "collected",
 };
 
 /* Interned strings of one kind: iid = position + 1, one string per iid in the trace. */
@@ -166,7 +194,9 @@ struct tracks {
 	uint64_t last_ts; /* its clock */
 	struct strtab names, cats, values;
 	uint32_t annotation_sent[ANNOTATIONS];
-	uint64_t cat_syscall, cat_sched, cat_marker, cat_memory, cat_lock;
+	uint64_t cat_syscall, cat_sched, cat_marker, cat_memory, cat_lock, cat_stall, cat_python;
+	struct report_episode *ep; /* the dispatch threads' stall episodes */
+	size_t n_ep;
 	/* iids by what they are made of (0: not yet) */
 	uint64_t *syscall_name; /* by nr, below n_syscall_names */
 	uint64_t state_name[STATES], state_value[STATES];
@@ -343,7 +373,7 @@ static size_t event_begin(struct tracks *t, uint64_t ts, uint32_t type, uint64_t
 
 	pbw_varint(w, PACKET_TIMESTAMP, ts - t->last_ts);
 	t->last_ts = ts;
-	pbw_varint(w, PACKET_TRUSTED_PACKET_SEQUENCE_ID, t->seq);
+	pf_packet_ids(t->e, t->seq);
 	te = pbw_begin(w, PACKET_TRACK_EVENT);
 	pbw_varint(w, TRACK_EVENT_TYPE, type);
 	if (uuid)
@@ -437,6 +467,8 @@ static int frame_text(const Hostprof__Snapshot *s, uint32_t idx, char *buf, size
 	const Hostprof__Frame *f = s->frames[idx];
 	const char *file, *slash;
 
+	if (f->python)
+		return python_frame_text(f, buf, len);
 	if (f->function && *f->function)
 		return snprintf(buf, len, "%s", f->function);
 	if (f->mapping) {
@@ -495,8 +527,10 @@ static uint64_t state_value(struct tracks *t, uint32_t state)
 
 /* ---- The rows ------------------------------------------------------------------------------ */
 
-static uint64_t row_dur(const Hostprof__Snapshot *s, unsigned int kind, size_t i)
+static uint64_t row_dur(const struct tracks *t, unsigned int kind, size_t i)
 {
+	const Hostprof__Snapshot *s = t->e->snap;
+
 	switch (kind) {
 	case K_SYSCALL:
 		return s->syscalls->dur_ns[i];
@@ -508,6 +542,12 @@ static uint64_t row_dur(const Hostprof__Snapshot *s, unsigned int kind, size_t i
 		return s->locks->dur_ns[i];
 	case K_FAULT:
 		return s->faults->dur_ns[i];
+	case K_EPISODE:
+		return t->ep[i].end - t->ep[i].begin;
+	case K_GIL:
+		return s->gil->dur_ns[i];
+	case K_PYGC:
+		return s->python_gc->dur_ns[i];
 	default:
 		return 0; /* instants */
 	}
@@ -587,7 +627,10 @@ static int write_syscall(struct tracks *t, size_t i, uint64_t ts)
 	annotate_uint(t, A_ARG0, sc->arg0[i]);
 	annotate_uint(t, A_ARG1, sc->arg1[i]);
 	annotate_uint(t, A_ARG2, sc->arg2[i]);
-	annotate_int(t, A_RET, sc->ret[i]);
+	if (!(hps_syscall_flags(sc, i) & HPS_SYSCALL_RET_UNKNOWN))
+		annotate_int(t, A_RET, sc->ret[i]);
+	if (hps_syscall_flags(sc, i) & HPS_SYSCALL_BLOCKED)
+		annotate_uint(t, A_BLOCKED, 1);
 	annotate_uint(t, A_DURATION_NS, sc->dur_ns[i]);
 	annotate_uint(t, A_CPU, sc->cpu[i]);
 	return slice_done(t, packet, te, ts, sc->dur_ns[i], 0);
@@ -707,12 +750,12 @@ static int write_fault(struct tracks *t, size_t i, uint64_t ts, bool *described)
 	int r;
 
 	if (f->tid[i]) {
-		uuid = FAULTS_TRACK_UUID(f->tid[i]);
+		uuid = FAULTS_TRACK_UUID(t->e, f->tid[i]);
 		if (!*described) {
-			packet = pf_packet_begin(w, 0, t->seq);
+			packet = pf_packet_begin(t->e, 0, t->seq);
 			td = pbw_begin(w, PACKET_TRACK_DESCRIPTOR);
 			pbw_varint(w, TRACK_DESCRIPTOR_UUID, uuid);
-			pbw_varint(w, TRACK_DESCRIPTOR_PARENT_UUID, THREAD_TRACK_UUID(f->tid[i]));
+			pbw_varint(w, TRACK_DESCRIPTOR_PARENT_UUID, THREAD_TRACK_UUID(t->e, f->tid[i]));
 			pbw_string(w, TRACK_DESCRIPTOR_NAME, "page faults");
 			pbw_end(w, td);
 			*described = true;
@@ -735,10 +778,112 @@ static int write_fault(struct tracks *t, size_t i, uint64_t ts, bool *described)
 	return slice_done(t, packet, te, ts, f->dur_ns[i], uuid);
 }
 
+/* A stall episode of a dispatch thread, on the "stall episodes" child track of its thread's
+ * (described before its first episode). */
+static int write_episode(struct tracks *t, size_t i, uint64_t ts, bool *described)
+{
+	const struct report_episode *ep = &t->ep[i];
+	uint64_t uuid = EPISODES_TRACK_UUID(t->e, ep->tid);
+	struct pbw *w = &t->e->w;
+	size_t packet, te, td;
+	int r;
+
+	if (!*described) {
+		packet = pf_packet_begin(t->e, 0, t->seq);
+		td = pbw_begin(w, PACKET_TRACK_DESCRIPTOR);
+		pbw_varint(w, TRACK_DESCRIPTOR_UUID, uuid);
+		pbw_varint(w, TRACK_DESCRIPTOR_PARENT_UUID, THREAD_TRACK_UUID(t->e, ep->tid));
+		pbw_string(w, TRACK_DESCRIPTOR_NAME, "stall episodes");
+		pbw_end(w, td);
+		*described = true;
+		r = pf_packet_end(t->e, packet);
+		if (r < 0)
+			return r;
+	}
+	te = event_begin(t, ts, TYPE_SLICE_BEGIN, uuid, t->cat_stall, &packet);
+	pbw_string(w, TRACK_EVENT_NAME, ep->name); /* made of its numbers: not worth interning */
+	annotate_value(t, A_MADE_OF, intern_value(t, ep->detail));
+	annotate_uint(t, A_DURATION_NS, ep->end - ep->begin);
+	return slice_done(t, packet, te, ts, ep->end - ep->begin, uuid);
+}
+
+/* The holder's function of GilTable row i, "hold_burst (gil.py:56)", into t->text; 0: not read. */
+static size_t gil_function_text(struct tracks *t, size_t i)
+{
+	const Hostprof__GilTable *g = t->e->snap->gil;
+	const Hostprof__GilStack *st = g->holder_stack[i] ? g->stacks[g->holder_stack[i] - 1] : NULL;
+	const Hostprof__PythonFrame *fr = st && st->n_frames ? g->frames[st->frames[0]] : NULL;
+	int n;
+
+	if (!fr)
+		return 0;
+	n = snprintf(t->text, sizeof(t->text), "%s (%s:%" PRIu32 ")%s", fr->function ? fr->function : "?",
+		     fr->file ? fr->file : "?", fr->line, st->when == 1 ? ", read after the wait" : "");
+	return n < 0 ? 0 : MIN((size_t)n, sizeof(t->text) - 1);
+}
+
+/* A GIL wait on its waiter's track, with a flow to its holder's track. */
+static int write_gil(struct tracks *t, size_t i, uint64_t ts)
+{
+	const Hostprof__GilTable *g = t->e->snap->gil;
+	struct pbw *w = &t->e->w;
+	size_t packet, te, n;
+
+	te = event_begin(t, ts, TYPE_SLICE_BEGIN, 0, t->cat_python, &packet);
+	event_name(t, strtab_intern(&t->names, "GIL wait", strlen("GIL wait")));
+	annotate_uint(t, A_HOLDER_TID, g->holder_tid[i]);
+	n = gil_function_text(t, i);
+	if (n)
+		annotate_value(t, A_HOLDER_FUNCTION, intern_value(t, t->text));
+	annotate_uint(t, A_WAITS, g->waits[i]);
+	annotate_uint(t, A_BLOCKED_NS, g->blocked_ns[i]);
+	annotate_uint(t, A_DURATION_NS, g->dur_ns[i]);
+	if (g->holder_tid[i] && snapview_index(&t->e->view, g->holder_tid[i]) >= 0)
+		pbw_fixed64(w, TRACK_EVENT_FLOW_IDS, GIL_FLOW_ID(i));
+	return slice_done(t, packet, te, ts, g->dur_ns[i], 0);
+}
+
+/* Where a GIL wait ended, on the holder's track: the flow from the waiter's slice lands here. */
+static int write_gil_held(struct tracks *t, size_t i, uint64_t ts)
+{
+	const Hostprof__GilTable *g = t->e->snap->gil;
+	struct pbw *w = &t->e->w;
+	size_t packet, te, n;
+
+	if (!g->holder_tid[i] || snapview_index(&t->e->view, g->holder_tid[i]) < 0)
+		return 0; /* its holder not known: no flow either */
+	te = event_begin(t, ts, TYPE_INSTANT, 0, t->cat_python, &packet);
+	event_name(t, strtab_intern(&t->names, "held the GIL", strlen("held the GIL")));
+	annotate_uint(t, A_WAITER_TID, g->tid[i]);
+	n = gil_function_text(t, i);
+	if (n)
+		annotate_value(t, A_HOLDER_FUNCTION, intern_value(t, t->text));
+	pbw_fixed64(w, TRACK_EVENT_TERMINATING_FLOW_IDS, GIL_FLOW_ID(i));
+	return event_end(t, packet, te);
+}
+
+/* A Python garbage collection on its thread's track: "Python GC (gen 2)", what it collected. */
+static int write_pygc(struct tracks *t, size_t i, uint64_t ts)
+{
+	const Hostprof__PythonGcTable *g = t->e->snap->python_gc;
+	size_t packet, te;
+	int n;
+
+	n = snprintf(t->text, sizeof(t->text), "Python GC (gen %" PRId32 ")", g->generation[i]);
+	te = event_begin(t, ts, TYPE_SLICE_BEGIN, 0, t->cat_python, &packet);
+	event_name(t, strtab_intern(&t->names, t->text, n < 0 ? 0 : MIN((size_t)n, sizeof(t->text) - 1)));
+	annotate_int(t, A_GENERATION, g->generation[i]);
+	annotate_int(t, A_COLLECTED, g->collected[i]);
+	annotate_uint(t, A_DURATION_NS, g->dur_ns[i]);
+	return slice_done(t, packet, te, ts, g->dur_ns[i], 0);
+}
+
 /* ---- Owners and their sequences ------------------------------------------------------------- */
 
-static uint32_t row_tid(const Hostprof__Snapshot *s, unsigned int kind, size_t i)
+static uint32_t row_tid(const struct tracks *t, unsigned int kind, size_t i)
 {
+	const Hostprof__Snapshot *s = t->e->snap;
+
 	switch (kind) {
 	case K_SYSCALL:
 		return s->syscalls->tid[i];
@@ -752,13 +897,23 @@ static uint32_t row_tid(const Hostprof__Snapshot *s, unsigned int kind, size_t i
 		return s->reclaims->tid[i];
 	case K_LOCK:
 		return s->locks->tid[i];
+	case K_EPISODE:
+		return t->ep[i].tid;
+	case K_GIL:
+		return s->gil->tid[i];
+	case K_GIL_HELD:
+		return s->gil->holder_tid[i]; /* 0 (not known): the process track */
+	case K_PYGC:
+		return s->python_gc->tid[i];
 	default:
 		return s->faults->tid[i];
 	}
 }
 
-static uint32_t row_pid(const Hostprof__Snapshot *s, unsigned int kind, size_t i)
+static uint32_t row_pid(const struct tracks *t, unsigned int kind, size_t i)
 {
+	const Hostprof__Snapshot *s = t->e->snap;
+
 	switch (kind) {
 	case K_SYSCALL:
 		return s->syscalls->pid[i];
@@ -772,12 +927,19 @@ static uint32_t row_pid(const Hostprof__Snapshot *s, unsigned int kind, size_t i
 		return s->reclaims->pid[i];
 	case K_LOCK:
 		return s->locks->pid[i];
+	case K_EPISODE:
+		return t->ep[i].pid;
+	case K_GIL:
+	case K_GIL_HELD:
+		return s->gil->pid[i];
+	case K_PYGC:
+		return s->python_gc->pid[i];
 	default:
 		return s->faults->pid[i];
 	}
 }
 
-/* Absolute times of every table; the markers' are their own. */
+/* Absolute times of every table; the markers' and the episodes' are their own. */
 static int load_times(struct tracks *t)
 {
 	const Hostprof__Snapshot *s = t->e->snap;
@@ -795,6 +957,8 @@ static int load_times(struct tracks *t)
 				s->reclaims ? s->reclaims->n_ts_delta : 0 },
 		[K_LOCK] = { s->locks ? s->locks->ts_delta : NULL, s->locks ? s->locks->n_ts_delta : 0 },
 		[K_FAULT] = { s->faults ? s->faults->ts_delta : NULL, s->faults ? s->faults->n_ts_delta : 0 },
+		[K_GIL] = { s->gil ? s->gil->ts_delta : NULL, s->gil ? s->gil->n_ts_delta : 0 },
+		[K_PYGC] = { s->python_gc ? s->python_gc->ts_delta : NULL, s->python_gc ? s->python_gc->n_ts_delta : 0 },
 	};
 	int r;
 
@@ -806,6 +970,22 @@ static int load_times(struct tracks *t)
 				return -ENOMEM;
 			for (size_t i = 0; i < s->n_markers; i++)
 				t->owned_ts[k][i] = s->markers[i]->ts;
+		} else if (k == K_EPISODE) { /* each thread's in time order */
+			t->nrows[k] = t->n_ep;
+			t->owned_ts[k] = malloc(MAX(t->n_ep, (size_t)1) * sizeof(uint64_t));
+			if (!t->owned_ts[k])
+				return -ENOMEM;
+			for (size_t i = 0; i < t->n_ep; i++)
+				t->owned_ts[k][i] = t->ep[i].begin;
+		} else if (k == K_GIL_HELD) { /* where each wait ended: sorted per owner below */
+			size_t n = s->gil ? s->gil->n_ts_delta : 0;
+
+			t->nrows[k] = n;
+			t->owned_ts[k] = malloc(MAX(n, (size_t)1) * sizeof(uint64_t));
+			if (!t->owned_ts[k])
+				return -ENOMEM;
+			for (size_t i = 0; i < n; i++)
+				t->owned_ts[k][i] = t->ts[K_GIL][i] + s->gil->dur_ns[i];
 		} else {
 			t->nrows[k] = tables[k].n;
 			r = hps_abs_times(s->start_ns, tables[k].delta, tables[k].n, &t->owned_ts[k]);
@@ -823,7 +1003,6 @@ static int load_times(struct tracks *t)
  * and within an owner by table, each in its table's order. */
 static int group_rows(struct tracks *t)
 {
-	const Hostprof__Snapshot *s = t->e->snap;
 	_cleanup_free_ uint32_t *keys = NULL;
 	size_t total = 0, nkeys, pos = 0;
 
@@ -839,7 +1018,7 @@ static int group_rows(struct tracks *t)
 
 	for (unsigned int k = 0; k < KINDS; k++)
 		for (size_t i = 0; i < t->nrows[k]; i++) {
-			uint32_t tid = row_tid(s, k, i);
+			uint32_t tid = row_tid(t, k, i);
 			ssize_t owner =
 				tid ? snapview_index(&t->e->view, tid) : (ssize_t)t->e->view.n_threads;
 
@@ -882,12 +1061,12 @@ static int begin_sequence(struct tracks *t, size_t owner, uint64_t t0, uint32_t 
 	const Hostprof__Snapshot *s = t->e->snap;
 	bool process = owner == t->e->view.n_threads;
 	const struct snapview_thread *th = process ? NULL : &t->e->view.threads[owner];
-	uint64_t uuid = process ? PROCESS_TRACK_UUID(s->pid) : THREAD_TRACK_UUID(th->tid);
+	uint64_t uuid = process ? PROCESS_TRACK_UUID(t->e, s->pid) : THREAD_TRACK_UUID(t->e, th->tid);
 	struct pbw *w = &t->e->w;
 	size_t packet, defaults, ted, td, d, cs, clock;
 	int r;
 
-	packet = pf_packet_begin(w, 0, t->seq);
+	packet = pf_packet_begin(t->e, 0, t->seq);
 	pbw_varint(w, PACKET_SEQUENCE_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED);
 	defaults = pbw_begin(w, PACKET_TRACE_PACKET_DEFAULTS);
 	ted = pbw_begin(w, DEFAULTS_TRACK_EVENT_DEFAULTS);
@@ -917,7 +1096,7 @@ static int begin_sequence(struct tracks *t, size_t owner, uint64_t t0, uint32_t 
 	if (r < 0)
 		return r;
 
-	packet = pf_packet_begin(w, 0, t->seq);
+	packet = pf_packet_begin(t->e, 0, t->seq);
 	cs = pbw_begin(w, PACKET_CLOCK_SNAPSHOT);
 	clock = pbw_begin(w, CLOCK_SNAPSHOT_CLOCKS);
 	pbw_varint(w, CLOCK_CLOCK_ID, BUILTIN_CLOCK_BOOTTIME);
@@ -943,9 +1122,8 @@ static uint32_t owner_sequence(uint32_t n)
 
 static int write_owner(struct tracks *t, size_t owner, uint32_t seq)
 {
-	const Hostprof__Snapshot *s = t->e->snap;
 	size_t cur[KINDS], end[KINDS];
-	bool faults_described = false;
+	bool faults_described = false, episodes_described = false;
 	uint64_t t0 = UINT64_MAX;
 	uint32_t pid = 0;
 	int r;
@@ -955,12 +1133,12 @@ static int write_owner(struct tracks *t, size_t owner, uint32_t seq)
 		end[k] = t->start[owner * KINDS + k + 1];
 		if (cur[k] == end[k])
 			continue;
-		if (k == K_MARKER)
+		if (k == K_MARKER || k == K_GIL_HELD)
 			qsort_r_safe(t->order + cur[k], end[k] - cur[k], sizeof(*t->order), cmp_marker,
-				     t->owned_ts[K_MARKER]);
+				     t->owned_ts[k]);
 		t0 = MIN(t0, t->ts[k][t->order[cur[k]]]);
 		if (!pid)
-			pid = row_pid(s, k, t->order[cur[k]]);
+			pid = row_pid(t, k, t->order[cur[k]]);
 	}
 	if (t0 == UINT64_MAX)
 		return 0;
@@ -978,7 +1156,7 @@ static int write_owner(struct tracks *t, size_t owner, uint32_t seq)
 			if (cur[k] == end[k])
 				continue;
 			ts = t->ts[k][t->order[cur[k]]];
-			dur = row_dur(s, k, t->order[cur[k]]);
+			dur = row_dur(t, k, t->order[cur[k]]);
 			if (best == KINDS || ts < best_ts || (ts == best_ts && dur > best_dur)) {
 				best = k;
 				best_ts = ts;
@@ -1015,8 +1193,20 @@ static int write_owner(struct tracks *t, size_t owner, uint32_t seq)
 		case K_LOCK:
 			r = write_lock(t, i, best_ts);
 			break;
-		default:
+		case K_FAULT:
 			r = write_fault(t, i, best_ts, &faults_described);
+			break;
+		case K_GIL:
+			r = write_gil(t, i, best_ts);
+			break;
+		case K_GIL_HELD:
+			r = write_gil_held(t, i, best_ts);
+			break;
+		case K_PYGC:
+			r = write_pygc(t, i, best_ts);
+			break;
+		default:
+			r = write_episode(t, i, best_ts, &episodes_described);
 			break;
 		}
 	}
@@ -1037,6 +1227,7 @@ static void tracks_free(struct tracks *t)
 	free(t->order);
 	free(t->start);
 	free(t->ends);
+	free(t->ep);
 	free(t);
 }
 
@@ -1064,7 +1255,13 @@ int pf_write_tracks(struct pf_exporter *e)
 	t->cat_marker = intern_category(t, "marker");
 	t->cat_memory = intern_category(t, "memory");
 	t->cat_lock = intern_category(t, "lock");
-	r = !t->syscall_name || !t->comm_value || !t->stack_value || !t->cat_lock ? -ENOMEM : 0;
+	t->cat_stall = intern_category(t, "stall");
+	t->cat_python = intern_category(t, "python");
+	r = 0;
+	if (!t->syscall_name || !t->comm_value || !t->stack_value || !t->cat_lock || !t->cat_stall)
+		r = -ENOMEM;
+	if (r >= 0)
+		r = report_episodes(s, &t->ep, &t->n_ep);
 	if (r >= 0)
 		r = load_times(t);
 	if (r >= 0)

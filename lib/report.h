@@ -25,8 +25,31 @@ struct preempt_summary {
 	uint64_t top_count, top_wait_ns;
 };
 
+/*
+ * While held, every diagnosis of snap (the report, its JSON, the summary line, the
+ * Perfetto trace's episodes) reads one model of it, built the first time one is asked
+ * for, instead of building its own. Release before snap is freed. -EBUSY: another
+ * snapshot is held (nothing is shared then; each builds its own, as without a hold).
+ */
+int report_model_hold(const Hostprof__Snapshot *snap);
+void report_model_release(const Hostprof__Snapshot *snap);
+
 int report_preemptions(const Hostprof__Snapshot *snap, const char *thread_glob, struct preempt_summary *ret);
 /* One line: "acl_thread: 14 preemptions, 140.2 ms waited (max 10.1 ms), most by hog (pid 7, prio 49): 14, 140.2 ms" */
 void report_preemptions_line(const struct preempt_summary *s, const char *thread_glob, char *buf, size_t len);
+
+/*
+ * The stall episodes of the dispatch threads (lib/report_causes.c), for an exporter to
+ * draw: each a gap of 1 ms or more in a dispatch thread's running, by time, with its
+ * make-up in words. *ret is malloc'ed.
+ */
+struct report_episode {
+	uint32_t tid, pid;
+	uint64_t begin, end;
+	char name[96]; /* "stall 31.0 ms: 30.0 the GIL, 1.0 waiting after a wakeup" */
+	char detail[512]; /* each part with who: "30.0 ms the GIL: logger (tid 123, ...); ..." */
+};
+
+int report_episodes(const Hostprof__Snapshot *snap, struct report_episode **ret, size_t *ret_n);
 
 #endif

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * The report's model of a snapshot, private to lib/report_*.c:
- *   report_model.c         builds it: the scheduler's tables, the worst stall;
+ *   report_model.c         builds it: the scheduler's tables, the longest stall;
  *   report_interference.c  adds the interference tables, and the cause they can name;
+ *   report_causes.c        where each thread's time went, by cause and by who caused it;
+ *                          its stall episodes; which threads dispatch, and the verdict's;
  *   report_verdict.c       the verdict line and the words both writers describe things with;
  *   report_text.c, report_json.c  the two writers, which print the model and nothing else;
  *   report_preempt.c       the client's one-line preemption summary.
@@ -112,11 +114,126 @@ struct leaf_count {
 	const char *name;
 	bool kernel;
 	uint64_t samples;
+	const char *file; /* its line with the most of them (DWARF); NULL: not known */
+	uint32_t line;
+};
+
+/* On-CPU samples whose leaf is in a file without symbols that a debug package would name. */
+struct debug_hint {
+	uint32_t mapping; /* index + 1 into Snapshot.mappings */
+	uint64_t samples;
+};
+
+/*
+ * Where a thread's time went (report_causes.c). Every nanosecond of the window is one
+ * cause; all but CAUSE_RUNNING and CAUSE_UNKNOWN are time it lost. The order is the order
+ * of the report's breakdown, and breaks ties in the verdict.
+ */
+enum cause {
+	CAUSE_RUNNING, /* on its CPU, doing its own work */
+	CAUSE_RT, /* runnable, its CPU taken by a realtime task (by task) */
+	CAUSE_CFS, /* runnable, its CPU shared with a CFS task (by task) */
+	CAUSE_RUNQ, /* woken, waiting for its CPU (by the task that ran there) */
+	/* waiting for the Python GIL (by holder and the holder's function): blocked inside a
+	 * take of it that the snapshot's GIL table has, or inside a wait given by model_gil() */
+	CAUSE_GIL,
+	CAUSE_BLOCKED, /* asleep: in which syscall, on what, woken by whom */
+	CAUSE_LOCK, /* waiting for a kernel lock, spinning or asleep (by lock) */
+	CAUSE_RECLAIM, /* memory reclaim or compaction in its own allocations (by kind) */
+	CAUSE_FAULT, /* asleep in a page fault: major faults (by where) */
+	CAUSE_IRQ, /* interrupts on its CPU, and their threads (ksoftirqd, irq/N) */
+	CAUSE_THROTTLE, /* runnable while its CPU idled: its cgroup's CFS bandwidth (cpu.max) */
+	CAUSE_MIGRATION, /* moved off the CPU it lives on: the waits elsewhere, the stopper */
+	CAUSE_HOSTPROF, /* hostprof's own tasks had its CPU */
+	CAUSE_UNKNOWN, /* not known: before its first switch in the window, after its exit */
+	CAUSE_MAX
+};
+
+static inline bool cause_lost(enum cause c)
+{
+	return c != CAUSE_RUNNING && c != CAUSE_UNKNOWN;
+}
+
+/* Who or what caused time of one cause; which fields say who, by kind. */
+enum agent_kind {
+	AG_NONE, /* running, not known */
+	AG_TASK, /* tid, pid, task: the task that had the CPU (tid 0: the CPU was idle) */
+	AG_IRQ, /* key: kind << 32 | num, name: the interrupt */
+	AG_LOCK, /* key: the lock, flags, name */
+	AG_RECLAIM, /* key: the ReclaimTable kind */
+	/* nr (-1: not known), sys_frame and site (frame + 1: the syscall's entry and where it
+	 * slept; 0: none), tid, pid, task: the waker (tid 0: not known; flags 1: a timed sleep,
+	 * which its timer ends) */
+	AG_WAIT,
+	AG_CPU, /* key: from << 32 | to (throttling: to alone; flags 1: the CPU idled) */
+	/* tid, pid, task: the GIL's holder (tid 0: not known); name: the Python function it was
+	 * in, key: its file << 32 | line (Snapshot.strings indexes, 0: not known) */
+	AG_GIL,
+};
+
+struct agent {
+	enum cause cause;
+	enum agent_kind kind;
+	uint32_t tid, pid;
+	uint64_t key;
+	uint32_t name, flags;
+	int32_t nr;
+	uint32_t sys_frame, site;
+	struct culprit task; /* its name, policy and priority (tally unused) */
+	struct tally sum; /* count: contiguous runs; time; max_ns: the longest run */
+	uint64_t max_at; /* where the longest run began */
+	uint64_t run_end, run_ns;
+	/* CAUSE_GIL: key is the holder's function (a hash of its name, file and line; 0: its
+	 * stack not read), this the GilTable frame (index + 1) that names it; not compared */
+	uint32_t gil_frame;
+};
+
+/* A stall episode: a gap in the thread's running of EPISODE_MIN_NS or more, and its make-up. */
+#define EPISODE_MIN_NS (1 * NSEC_PER_MSEC)
+#define EPISODE_PARTS 4
+struct episode_part {
+	uint32_t agent; /* index into the thread's agents */
+	uint64_t ns;
+};
+
+struct episode {
+	uint64_t begin, end;
+	struct episode_part part[EPISODE_PARTS];
+	size_t n_parts;
+	uint64_t rest_ns; /* parts past the first EPISODE_PARTS agents */
+};
+
+struct account {
+	struct tally cause[CAUSE_MAX]; /* count: contiguous runs; max_ns: the longest */
+	uint64_t cause_max_at[CAUSE_MAX], run_end[CAUSE_MAX], run_ns[CAUSE_MAX];
+	struct agent *ag;
+	size_t n_ag, cap_ag;
+	uint32_t *slots; /* open addressing over ag by identity: index + 1, 0: empty */
+	size_t n_slots; /* a power of 2, at least twice n_ag */
+	uint32_t *by_cause; /* agent indexes by cause, then time taken; set when done */
+	uint64_t lost_ns;
+	struct episode *ep; /* in time order */
+	size_t n_ep, cap_ep;
+	uint64_t ep_ns; /* their time, summed */
+	struct episode cur;
+	bool in_ep;
+	int64_t home_cpu; /* the CPU it lives on (-1: none): CAUSE_MIGRATION is time lost elsewhere */
+	uint64_t moves_off; /* migrations away from it */
+	bool switched; /* any switch in the window: without one, the time is not known */
 };
 
 struct wthread {
 	uint32_t tid;
 	const char *comm;
+	bool dispatch; /* one of the dispatch threads the report is about first */
+	/* its cpu cgroup's CFS bandwidth, when the snapshot says (Thread.cpu_quota_us) */
+	const char *cgroup;
+	int64_t cpu_quota_us; /* -1: no limit */
+	uint64_t cpu_period_us;
+	bool has_bandwidth;
+	const uint32_t *cpus_allowed; /* its affinity when the snapshot was taken; NULL: not known */
+	size_t n_cpus_allowed;
+	struct account acc;
 
 	struct culprit *culprits;
 	size_t n_culprits, cap_culprits;
@@ -136,6 +253,8 @@ struct wthread {
 
 	size_t *syscalls; /* rows, slowest first */
 	size_t n_syscalls, cap_syscalls;
+	size_t *sc_by_ts; /* the same rows by start (n_syscalls), for model_blocking_syscall() */
+	uint64_t *sc_end_max; /* the latest end of sc_by_ts[0..k] */
 	size_t *hists; /* indexes into Snapshot.syscall_hist, by total time */
 	size_t n_hists, cap_hists;
 
@@ -179,6 +298,22 @@ struct stall {
 	uint64_t ts, dur;
 };
 
+/*
+ * A wait of a thread for the Python GIL from begin to end, and who held it meanwhile: the
+ * holder thread and the Python function it was in, with its file and line (names are
+ * Snapshot.strings indexes, 0: not known; holder_tid 0: not known). The GIL capture
+ * (issue 21) makes them: model_gil() takes a snapshot's, model_build_gil() a caller's.
+ * Laid over the waiter's time (report_causes.c), a wait makes its running (the loop that
+ * takes the GIL) and its blocked time CAUSE_GIL, by holder and function; the time it
+ * waited for its CPU stays the scheduler's.
+ */
+struct gil_wait {
+	uint32_t tid, pid; /* the waiter */
+	uint64_t begin, end;
+	uint32_t holder_tid, holder_pid, holder_comm;
+	uint32_t function, file, line;
+};
+
 struct model {
 	const Hostprof__Snapshot *snap;
 	struct frame_names fn;
@@ -189,6 +324,8 @@ struct model {
 	struct rq_wait *waits; /* of every thread, by begin */
 	size_t n_waits, cap_waits;
 	uint64_t samples; /* of the process */
+	struct debug_hint *hints; /* by samples */
+	size_t n_hints;
 	uint32_t interference; /* HPS_INTERF_*: the tables captured */
 	uint64_t unmatched_count, unmatched_ns; /* interrupts while a thread waited, matched to none */
 	struct stall worst;
@@ -196,13 +333,36 @@ struct model {
 	struct stall cause, explains;
 	uint64_t explains_overlap;
 	struct stall explained; /* when the verdict is an interference event: the stall it explains */
+	/* report_causes.c */
+	uint64_t *wk_ts; /* WakeupTable times */
+	struct gil_wait *gil; /* by begin */
+	size_t n_gil;
+	uint64_t *gil_ts, *gil_dur; /* their begins and lengths, as the tables' rows */
+	enum dispatch_why {
+		DISPATCH_MATCHED, /* the threads whose names the globs match */
+		DISPATCH_MOST_RUN, /* none matched: the thread that ran the most */
+		DISPATCH_MAIN, /* none matched, none ran: the main thread */
+		DISPATCH_NONE, /* no thread at all */
+	} dispatch_why;
+	const char *const *dispatch_globs;
+	size_t n_dispatch_globs;
+	bool dispatch_default; /* the snapshot records none: acl_thread, as before the setting */
+	size_t n_dispatch;
+	ssize_t verdict; /* the dispatch thread that lost the most, -1: none */
 };
 
 /* ---- report_model.c ---- */
 
 /* The model of a snapshot, which must pass hps_validate() (-EINVAL otherwise). */
 int model_build(const Hostprof__Snapshot *snap, struct model *ret);
+/* The same, with the GIL waits gil (n of them) instead of the snapshot's: -EINVAL for a
+ * wait that ends before it begins or names a string the snapshot has not. */
+int model_build_gil(const Hostprof__Snapshot *snap, const struct gil_wait *gil, size_t n, struct model *ret);
 void model_free(struct model *m);
+/* The model of snap, shared while report_model_hold() holds snap (report.h), else its own;
+ * read only; model_put() when done. */
+int model_get(const Hostprof__Snapshot *snap, const struct model **ret);
+void model_put(const struct model *m);
 /* The watched thread tid, or NULL when pid is not Snapshot.pid or tid is not one of its threads. */
 struct wthread *model_thread(const struct model *m, uint32_t pid, uint32_t tid);
 /* Adds cpu to a sorted set of n of *cap. */
@@ -228,6 +388,31 @@ bool model_interference_missing(const struct model *m, size_t b);
 /* Faults per second over the periods the counts cover (the window when they say nothing). */
 double model_fault_rate(const struct model *m, const struct fault_sum *fs);
 
+/* ---- report_causes.c ---- */
+
+/* The GIL waits of the snapshot, or gil (n of them) when not NULL, into m->gil. No
+ * snapshot has them yet: the GIL capture's table (issue 21) is read here. */
+int model_gil(struct model *m, const struct gil_wait *gil, size_t n);
+/* After the rest of the model: where each thread's time went, the dispatch threads. */
+int model_causes(struct model *m);
+void model_causes_free(struct model *m);
+/* The cause that cost thread w the most (CAUSE_MAX: it lost nothing). */
+enum cause model_top_cause(const struct wthread *w);
+/* The agents of cause c of w, most time first: [*ret_first, *ret_first + n). */
+size_t model_cause_agents(const struct wthread *w, enum cause c, const uint32_t **ret_first);
+/* Whether a task is hostprof's own (hostprofd, its snapshot jobs). */
+bool model_is_hostprof(const Hostprof__Snapshot *s, uint32_t pid, const char *comm);
+/* The episode parts of e, most time first, into ret (EPISODE_PARTS). */
+size_t model_episode_parts(const struct episode *e, struct episode_part ret[EPISODE_PARTS]);
+/* The name of the syscall of a wait agent ("read"), or NULL when not known. */
+const char *model_wait_syscall(const struct model *m, const struct agent *a, char *buf, size_t len);
+
+/* ---- report_text.c, report_json.c: the report of a model (snapshot_report_text() and
+ * snapshot_report_json() of the model they build) ---- */
+
+int report_text_model(const struct model *m, FILE *out);
+int report_json_model(const struct model *m, FILE *out);
+
 /* ---- report_verdict.c ---- */
 
 const char *report_policy_name(uint32_t policy);
@@ -246,8 +431,28 @@ void report_lock_desc(const Hostprof__Snapshot *s, uint32_t name, uint32_t flags
 void report_reclaim_result(uint32_t kind, int64_t result, char *buf, size_t len);
 /* "CPU 1", "CPUs 0,1,2", "CPUs 0,1,...,7 and 4 more" */
 void report_cpus_desc(const uint32_t *cpus, size_t n, char *buf, size_t len);
-/* "worst stall: acl_thread (tid 101) waited 30.0 ms at +0.900 s: preempted by hog (...)" */
+/* "acl_thread (tid 101) waited 30.0 ms at +0.900 s: preempted by hog (...)": the longest stall */
+void report_longest_stall(const struct model *m, char *buf, size_t len);
+/* The first line: "acl_thread lost 412.0 ms of 5.0 s (8.2%): CPU taken by realtime task hog
+ * (pid 200, SCHED_FIFO prio 49), 390.0 ms, longest 31.0 ms" */
 void report_verdict_line(const struct model *m, char *buf, size_t len);
+/* Whether the verdict names a cause (false: nothing stands out, or nothing to say). */
+bool report_verdict_stands_out(const struct model *m);
+/* "running", "CPU taken by realtime tasks"...: a cause, as the breakdown names it. */
+const char *report_cause_name(enum cause c);
+/* "rt", "cfs"...: a cause, as the JSON names it. */
+const char *report_cause_key(enum cause c);
+/* Who or what an agent is: "hog (pid 200, SCHED_FIFO prio 49)", "read in pipe_read, woken by
+ * server (pid 300, ...)", "softirq NET_RX", "CPU 1 -> CPU 0"... */
+/* CAUSE_GIL's agent: its holder and the holder's function. */
+void report_gil_holder_desc(const Hostprof__Snapshot *s, const struct agent *a, char *buf, size_t len);
+/* report_episodes() of a model already built. */
+struct report_episode;
+int model_episodes(const struct model *m, struct report_episode **ret, size_t *ret_n);
+void report_agent_desc(const struct model *m, const struct wthread *w, const struct agent *a, char *buf,
+		       size_t len);
+/* An AG_GIL agent: "logger (tid 123) in flush_stats (train.py:42)". */
+void report_gil_holder_desc(const Hostprof__Snapshot *s, const struct agent *a, char *buf, size_t len);
 
 /* ---- small words ---- */
 

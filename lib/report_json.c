@@ -1,5 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* The report as JSON (".report.json"): the same model as the text, with exact numbers. */
+/*
+ * The report as JSON (".report.json"): the same model as the text, with exact numbers.
+ * "verdict" is the first line of the text and what it is made of; "dispatch" which threads
+ * the report is about first; "longest_stall" the longest single stall of any thread.
+ */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -9,6 +13,7 @@
 #include "jsonw.h"
 #include "macro.h"
 #include "report_internal.h"
+#include "report_gil.h"
 #include "report_python.h"
 
 /* "count", "time_ns", "max_ns" */
@@ -38,6 +43,16 @@ static void json_task(struct jsonw *j, const Hostprof__Snapshot *s, const struct
 	jsonw_int_field(j, "prio", c->prio);
 }
 
+/* "file" and "line" when DWARF gave them */
+static void json_source(struct jsonw *j, const char *file, uint32_t line)
+{
+	if (!file || !file[0])
+		return;
+	jsonw_string_field(j, "file", file);
+	if (line)
+		jsonw_uint_field(j, "line", line);
+}
+
 static void json_stack(const struct model *m, uint32_t idx1, bool kernel, struct jsonw *j)
 {
 	const Hostprof__Stack *st;
@@ -46,9 +61,21 @@ static void json_stack(const struct model *m, uint32_t idx1, bool kernel, struct
 		return;
 	st = m->snap->stacks[idx1 - 1];
 	for (size_t k = 0; k < st->n_frames; k++) {
+		const Hostprof__Frame *fr = m->snap->frames[st->frames[k]];
+
+		/* the functions inlined there first, innermost first, as frames of their own */
+		for (size_t i = 0; i < fr->n_inlined; i++) {
+			jsonw_begin_object(j);
+			jsonw_string_field(j, "function", snapview_inlined_name(fr->inlined[i]));
+			jsonw_bool_field(j, "kernel", kernel);
+			jsonw_bool_field(j, "inlined", true);
+			json_source(j, fr->inlined[i]->file, fr->inlined[i]->line);
+			jsonw_end_object(j);
+		}
 		jsonw_begin_object(j);
 		jsonw_string_field(j, "function", m->fn.name[st->frames[k]]);
 		jsonw_bool_field(j, "kernel", kernel);
+		json_source(j, fr->file, fr->line);
 		jsonw_end_object(j);
 	}
 }
@@ -88,7 +115,182 @@ static void json_errno_field(struct jsonw *j, int64_t ret)
 		jsonw_string_field(j, "errno", e);
 }
 
+static const char *const agent_kinds[] = { "none", "task", "irq", "lock", "reclaim", "wait", "cpu", "gil" };
+
+/* Who or what an agent is, its words and its fields, and its tally. */
+static void json_agent_fields(const struct model *m, const struct wthread *w, const struct agent *a,
+			      struct jsonw *j)
+{
+	const Hostprof__Snapshot *s = m->snap;
+	char desc[400], sys[32];
+	const char *sc;
+
+	report_agent_desc(m, w, a, desc, sizeof(desc));
+	jsonw_string_field(j, "kind", agent_kinds[a->kind]);
+	jsonw_string_field(j, "text", desc);
+	switch (a->kind) {
+	case AG_TASK:
+		if (a->cause == CAUSE_GIL) {
+			const Hostprof__PythonFrame *fr = a->gil_frame && s->gil && a->gil_frame <= s->gil->n_frames ?
+								  s->gil->frames[a->gil_frame - 1] :
+								  NULL;
+
+			jsonw_uint_field(j, "tid", a->tid);
+			jsonw_uint_field(j, "pid", a->pid);
+			jsonw_string_field(j, "comm", hps_str(s, a->task.comm));
+			jsonw_name(j, "function");
+			if (fr) {
+				jsonw_begin_object(j);
+				jsonw_string_field(j, "function", fr->function ? fr->function : "");
+				jsonw_string_field(j, "file", fr->file ? fr->file : "");
+				jsonw_uint_field(j, "line", fr->line);
+				jsonw_end_object(j);
+			} else {
+				jsonw_null(j);
+			}
+		} else if (a->tid) {
+			json_task(j, s, &a->task);
+			jsonw_bool_field(j, "hostprof",
+					 model_is_hostprof(s, a->pid, hps_str(s, a->task.comm)));
+		} else {
+			jsonw_uint_field(j, "tid", 0); /* the CPU was idle */
+		}
+		break;
+	case AG_IRQ:
+		json_irq_id(j, s, (uint32_t)(a->key >> 32), (uint32_t)a->key, a->name);
+		break;
+	case AG_LOCK:
+		jsonw_name(j, "lock");
+		jsonw_begin_object(j);
+		json_lock_id(j, s, a->key, a->flags, a->name);
+		jsonw_end_object(j);
+		break;
+	case AG_RECLAIM:
+		jsonw_string_field(j, "reclaim", hps_reclaim_kind_name((uint32_t)a->key));
+		break;
+	case AG_WAIT:
+		sc = model_wait_syscall(m, a, sys, sizeof(sys));
+		if (sc)
+			jsonw_string_field(j, "syscall", sc);
+		if (a->site)
+			jsonw_string_field(j, "site", m->fn.name[a->site - 1]);
+		if (a->cause == CAUSE_FAULT)
+			break;
+		jsonw_bool_field(j, "timed", a->flags & 1);
+		jsonw_name(j, "woken_by");
+		if (a->tid) {
+			jsonw_begin_object(j);
+			jsonw_string_field(j, "comm", hps_str(s, a->task.comm));
+			jsonw_uint_field(j, "tid", a->tid);
+			jsonw_uint_field(j, "pid", a->pid);
+			jsonw_end_object(j);
+		} else {
+			jsonw_null(j);
+		}
+		break;
+	case AG_CPU:
+		if (a->cause == CAUSE_MIGRATION) {
+			jsonw_uint_field(j, "from_cpu", (uint32_t)(a->key >> 32));
+			jsonw_uint_field(j, "cpu", (uint32_t)a->key);
+		} else {
+			jsonw_uint_field(j, "cpu", (uint32_t)a->key);
+			jsonw_bool_field(j, "cpu_idled", a->flags & 1);
+		}
+		break;
+	case AG_GIL:
+		jsonw_name(j, "holder");
+		if (a->tid) {
+			jsonw_begin_object(j);
+			jsonw_string_field(j, "comm", hps_str(s, a->task.comm));
+			jsonw_uint_field(j, "tid", a->tid);
+			jsonw_uint_field(j, "pid", a->pid);
+			jsonw_end_object(j);
+		} else {
+			jsonw_null(j);
+		}
+		jsonw_string_field(j, "function", hps_str(s, a->name));
+		jsonw_string_field(j, "file", hps_str(s, (uint32_t)(a->key >> 32)));
+		jsonw_uint_field(j, "line", (uint32_t)a->key);
+		break;
+	case AG_NONE:
+		break;
+	}
+}
+
+/* The first line and what it is made of. */
 static void json_verdict(const struct model *m, struct jsonw *j)
+{
+	const Hostprof__Snapshot *s = m->snap;
+	const struct wthread *w = m->verdict >= 0 ? &m->t[m->verdict] : NULL;
+	enum cause top = w ? model_top_cause(w) : CAUSE_MAX;
+	char line[1024];
+
+	report_verdict_line(m, line, sizeof(line));
+	jsonw_name(j, "verdict");
+	jsonw_begin_object(j);
+	jsonw_string_field(j, "text", line);
+	jsonw_bool_field(j, "stands_out", report_verdict_stands_out(m));
+	jsonw_uint_field(j, "window_ns", window_ns(s));
+	if (w) {
+		jsonw_string_field(j, "thread", w->comm);
+		jsonw_uint_field(j, "tid", w->tid);
+		jsonw_uint_field(j, "lost_ns", w->acc.lost_ns);
+		jsonw_float_field(j, "percent", pct(w->acc.lost_ns, window_ns(s)));
+	}
+	jsonw_string_field(j, "cause", top != CAUSE_MAX ? report_cause_key(top) : "none");
+	if (top != CAUSE_MAX) {
+		const struct tally *t = &w->acc.cause[top];
+		const uint32_t *first;
+		size_t n = model_cause_agents(w, top, &first);
+
+		jsonw_string_field(j, "cause_text", report_cause_name(top));
+		jsonw_uint_field(j, "time_ns", t->time_ns);
+		jsonw_float_field(j, "cause_percent", pct(t->time_ns, window_ns(s)));
+		jsonw_uint_field(j, "count", t->count);
+		jsonw_uint_field(j, "longest_ns", t->max_ns);
+		jsonw_int_field(j, "longest_at_ns", (int64_t)(w->acc.cause_max_at[top] - s->start_ns));
+		jsonw_name(j, "by");
+		if (n) {
+			const struct agent *a = &w->acc.ag[first[0]];
+
+			jsonw_begin_object(j);
+			json_agent_fields(m, w, a, j);
+			json_tally(j, &a->sum);
+			jsonw_end_object(j);
+		} else {
+			jsonw_null(j);
+		}
+		jsonw_uint_field(j, "agents", n);
+	}
+	jsonw_end_object(j);
+}
+
+/* Which threads dispatch, and why those. */
+static void json_dispatch(const struct model *m, struct jsonw *j)
+{
+	static const char *const why[] = { "matched", "ran_the_most", "main_thread", "none" };
+
+	jsonw_name(j, "dispatch");
+	jsonw_begin_object(j);
+	jsonw_name(j, "globs");
+	jsonw_begin_array(j);
+	for (size_t g = 0; g < m->n_dispatch_globs; g++)
+		jsonw_string(j, m->dispatch_globs[g]);
+	jsonw_end_array(j);
+	jsonw_bool_field(j, "default", m->dispatch_default);
+	jsonw_string_field(j, "why", why[m->dispatch_why]);
+	jsonw_name(j, "threads");
+	jsonw_begin_array(j);
+	for (size_t k = 0; k < m->n; k++)
+		if (m->t[k].dispatch)
+			jsonw_uint(j, m->t[k].tid);
+	jsonw_end_array(j);
+	jsonw_end_object(j);
+}
+
+/* The longest single stall of any watched thread (the first line of reports before the
+ * dispatch threads). */
+static void json_longest_stall(const struct model *m, struct jsonw *j)
 {
 	static const char *const kinds[] = { "none",	"preempted", "runqueue", "blocked",
 					     "reclaim", "lock",	     "irq",	 "irq_total" };
@@ -97,8 +299,8 @@ static void json_verdict(const struct model *m, struct jsonw *j)
 	char line[512], state[16], nbuf[32];
 	struct culprit c;
 
-	report_verdict_line(m, line, sizeof(line));
-	jsonw_name(j, "verdict");
+	report_longest_stall(m, line, sizeof(line));
+	jsonw_name(j, "longest_stall");
 	jsonw_begin_object(j);
 	jsonw_string_field(j, "kind", kinds[st->kind]);
 	jsonw_string_field(j, "text", line);
@@ -386,12 +588,25 @@ static void json_syscalls(const struct model *m, const struct wthread *w, struct
 		jsonw_uint(j, sc->arg1[i]);
 		jsonw_uint(j, sc->arg2[i]);
 		jsonw_end_array(j);
-		jsonw_int_field(j, "ret", sc->ret[i]);
-		json_errno_field(j, sc->ret[i]);
+		if (hps_syscall_flags(sc, i) & HPS_SYSCALL_RET_UNKNOWN) {
+			jsonw_name(j, "ret");
+			jsonw_null(j);
+		} else {
+			jsonw_int_field(j, "ret", sc->ret[i]);
+			json_errno_field(j, sc->ret[i]);
+		}
+		if (hps_syscall_flags(sc, i) & HPS_SYSCALL_BLOCKED)
+			jsonw_bool_field(j, "blocked", true);
 		jsonw_uint_field(j, "cpu", sc->cpu[i]);
 		jsonw_end_object(j);
 	}
 	jsonw_end_array(j);
+	/* syscalls = blocking: what is not seen is said, not shown as empty */
+	if (hps_syscalls_blocking(s)) {
+		jsonw_string_field(j, "mode", "blocking");
+		jsonw_bool_field(j, "totals_covered", false);
+		jsonw_bool_field(j, "non_sleeping_covered", false);
+	}
 	jsonw_name(j, "totals");
 	jsonw_begin_array(j);
 	for (size_t k = 0; k < w->n_hists && k < TOP_HISTOGRAMS; k++) {
@@ -478,6 +693,7 @@ static void json_oncpu(const struct model *m, const struct wthread *w, struct js
 		jsonw_begin_object(j);
 		jsonw_string_field(j, "function", l->name);
 		jsonw_bool_field(j, "kernel", l->kernel);
+		json_source(j, l->file, l->line);
 		jsonw_uint_field(j, "samples", l->samples);
 		jsonw_float_field(j, "percent", pct(l->samples, m->samples));
 		jsonw_end_object(j);
@@ -642,6 +858,122 @@ static void json_interference(const struct model *m, const struct wthread *w, st
 	jsonw_end_object(j);
 }
 
+/* Where the thread's time went, by cause and agent. */
+static void json_time(const struct model *m, const struct wthread *w, struct jsonw *j)
+{
+	const Hostprof__Snapshot *s = m->snap;
+
+	jsonw_name(j, "time");
+	jsonw_begin_object(j);
+	jsonw_uint_field(j, "window_ns", window_ns(s));
+	if (w->has_bandwidth) {
+		jsonw_name(j, "cgroup");
+		jsonw_begin_object(j);
+		jsonw_string_field(j, "path", w->cgroup);
+		jsonw_int_field(j, "cpu_quota_us", w->cpu_quota_us);
+		jsonw_uint_field(j, "cpu_period_us", w->cpu_period_us);
+		jsonw_end_object(j);
+	}
+	jsonw_uint_field(j, "lost_ns", w->acc.lost_ns);
+	jsonw_bool_field(j, "switched", w->acc.switched);
+	if (w->acc.home_cpu >= 0) {
+		jsonw_int_field(j, "home_cpu", w->acc.home_cpu);
+		jsonw_uint_field(j, "moves_off", w->acc.moves_off);
+	}
+	jsonw_name(j, "causes");
+	jsonw_begin_array(j);
+	for (enum cause c = 0; c < CAUSE_MAX; c++) {
+		const struct tally *t = &w->acc.cause[c];
+		const uint32_t *first;
+		size_t n;
+
+		if (!t->time_ns)
+			continue;
+		jsonw_begin_object(j);
+		jsonw_string_field(j, "cause", report_cause_key(c));
+		jsonw_string_field(j, "text", report_cause_name(c));
+		jsonw_bool_field(j, "lost", cause_lost(c));
+		json_tally(j, t);
+		jsonw_int_field(j, "max_at_ns", (int64_t)(w->acc.cause_max_at[c] - s->start_ns));
+		jsonw_name(j, "by");
+		jsonw_begin_array(j);
+		n = model_cause_agents(w, c, &first);
+		for (size_t k = 0; k < n && k < TOP_CULPRITS && cause_lost(c); k++) {
+			const struct agent *a = &w->acc.ag[first[k]];
+
+			jsonw_begin_object(j);
+			json_agent_fields(m, w, a, j);
+			json_tally(j, &a->sum);
+			jsonw_int_field(j, "max_at_ns", (int64_t)(a->max_at - s->start_ns));
+			jsonw_end_object(j);
+		}
+		jsonw_end_array(j);
+		jsonw_uint_field(j, "agents", cause_lost(c) ? n : 0);
+		jsonw_end_object(j);
+	}
+	jsonw_end_array(j);
+	jsonw_end_object(j);
+}
+
+#define JSON_EPISODES 100 /* the longest, of each dispatch thread */
+
+static int cmp_episode_len(const void *a, const void *b)
+{
+	const struct episode *x = *(const struct episode *const *)a, *y = *(const struct episode *const *)b;
+	uint64_t lx = x->end - x->begin, ly = y->end - y->begin;
+
+	if (lx != ly)
+		return lx > ly ? -1 : 1;
+	return x->begin < y->begin ? -1 : x->begin > y->begin;
+}
+
+static void json_episodes(const struct model *m, const struct wthread *w, struct jsonw *j)
+{
+	const struct account *acc = &w->acc;
+	const Hostprof__Snapshot *s = m->snap;
+	_cleanup_free_ const struct episode **by_len = calloc(MAX(acc->n_ep, (size_t)1), sizeof(*by_len));
+
+	jsonw_name(j, "episodes");
+	jsonw_begin_object(j);
+	jsonw_uint_field(j, "min_ns", EPISODE_MIN_NS);
+	jsonw_uint_field(j, "count", acc->n_ep);
+	jsonw_uint_field(j, "time_ns", acc->ep_ns);
+	jsonw_name(j, "longest");
+	jsonw_begin_array(j);
+	for (size_t i = 0; by_len && i < acc->n_ep; i++)
+		by_len[i] = &acc->ep[i];
+	if (by_len)
+		qsort_safe(by_len, acc->n_ep, sizeof(*by_len), cmp_episode_len);
+	for (size_t i = 0; by_len && i < acc->n_ep && i < JSON_EPISODES; i++) {
+		const struct episode *e = by_len[i];
+		struct episode_part parts[EPISODE_PARTS];
+		size_t n = model_episode_parts(e, parts);
+
+		jsonw_begin_object(j);
+		jsonw_int_field(j, "at_ns", (int64_t)(e->begin - s->start_ns));
+		jsonw_uint_field(j, "dur_ns", e->end - e->begin);
+		jsonw_name(j, "parts");
+		jsonw_begin_array(j);
+		for (size_t k = 0; k < n; k++) {
+			const struct agent *a = &acc->ag[parts[k].agent];
+
+			jsonw_begin_object(j);
+			jsonw_string_field(j, "cause", report_cause_key(a->cause));
+			jsonw_uint_field(j, "ns", parts[k].ns);
+			jsonw_name(j, "by");
+			jsonw_begin_object(j);
+			json_agent_fields(m, w, a, j);
+			jsonw_end_object(j);
+			jsonw_end_object(j);
+		}
+		jsonw_end_array(j);
+		jsonw_uint_field(j, "rest_ns", e->rest_ns);
+		jsonw_end_object(j);
+	}
+	jsonw_end_array(j);
+	jsonw_end_object(j);
+}
+
 static void json_capture(const struct model *m, struct jsonw *j)
 {
 	const Hostprof__CaptureStats *st = m->snap->stats;
@@ -668,62 +1000,117 @@ static void json_capture(const struct model *m, struct jsonw *j)
 	jsonw_uint_field(j, "resolved", sy ? sy->resolved : 0);
 	jsonw_uint_field(j, "unresolved", sy ? sy->unresolved : 0);
 	jsonw_uint_field(j, "suspect_stacks", sy ? sy->suspect_stacks : 0);
+	if (sy && (sy->lines || sy->inlined || sy->debuginfo_failed)) {
+		jsonw_uint_field(j, "lines", sy->lines);
+		jsonw_uint_field(j, "inlined", sy->inlined);
+		jsonw_uint_field(j, "debuginfo_failed", sy->debuginfo_failed);
+	}
+	if (sy && sy->unwind && sy->unwind->stacks) {
+		const Hostprof__UnwindStats *u = sy->unwind;
+
+		jsonw_name(j, "unwind");
+		jsonw_begin_object(j);
+		jsonw_uint_field(j, "stacks", u->stacks);
+		jsonw_uint_field(j, "complete", u->complete);
+		jsonw_uint_field(j, "fp_kept", u->fp_kept);
+		jsonw_uint_field(j, "offcpu", u->offcpu);
+		jsonw_uint_field(j, "offcpu_fp", u->offcpu_fp);
+		jsonw_name(j, "truncated");
+		jsonw_begin_object(j);
+		for (size_t i = 0; i < u->n_truncated; i++)
+			jsonw_uint_field(j, u->truncated[i]->cause ? u->truncated[i]->cause : "?", u->truncated[i]->count);
+		jsonw_end_object(j);
+		jsonw_end_object(j);
+	}
+	if (m->n_hints) {
+		/* hot code in files without symbols: the debug packages that would name it */
+		jsonw_name(j, "missing");
+		jsonw_begin_array(j);
+		for (size_t k = 0; k < m->n_hints; k++) {
+			const Hostprof__Mapping *mp = m->snap->mappings[m->hints[k].mapping - 1];
+
+			jsonw_begin_object(j);
+			jsonw_string_field(j, "file", mp->file);
+			jsonw_uint_field(j, "samples", m->hints[k].samples);
+			jsonw_float_field(j, "percent", pct(m->hints[k].samples, m->samples));
+			jsonw_name(j, "debug_packages");
+			jsonw_begin_array(j);
+			for (size_t i = 0; i < mp->n_debug_packages; i++)
+				jsonw_string(j, mp->debug_packages[i]);
+			jsonw_end_array(j);
+			jsonw_end_object(j);
+		}
+		jsonw_end_array(j);
+	}
 	jsonw_end_object(j);
 	jsonw_end_object(j);
 }
 
-int snapshot_report_json(const Hostprof__Snapshot *snap, FILE *out)
+int report_json_model(const struct model *m, FILE *out)
 {
+	const Hostprof__Snapshot *snap = m->snap;
 	struct jsonw *j;
-	struct model m;
-	int r;
 
-	r = model_build(snap, &m);
-	if (r < 0)
-		return r;
 	j = jsonw_new(out);
-	if (!j) {
-		model_free(&m);
+	if (!j)
 		return -ENOMEM;
-	}
 	jsonw_begin_object(j);
-	json_verdict(&m, j);
-	json_header(&m, j);
-	jsonw_name(j, "threads");
+	json_verdict(m, j);
+	json_dispatch(m, j);
+	json_longest_stall(m, j);
+	json_header(m, j);
+	jsonw_name(j, "threads"); /* the dispatch threads first */
 	jsonw_begin_array(j);
-	for (size_t i = 0; i < m.n; i++) {
-		const struct wthread *w = &m.t[i];
+	for (size_t o = 0; o < 2 * m->n; o++) {
+		const struct wthread *w = &m->t[o % m->n];
 
-		if (!w->active)
+		if (o < m->n ? !w->dispatch : !w->active || w->dispatch)
 			continue;
 		jsonw_begin_object(j);
 		jsonw_uint_field(j, "tid", w->tid);
 		jsonw_string_field(j, "comm", w->comm);
-		json_preemptions(&m, w, j);
-		json_cpus(&m, w, j);
-		json_syscalls(&m, w, j);
-		json_offcpu(&m, w, j);
-		json_oncpu(&m, w, j);
-		json_interference(&m, w, j);
+		jsonw_bool_field(j, "dispatch", w->dispatch);
+		json_time(m, w, j);
+		if (w->dispatch)
+			json_episodes(m, w, j);
+		json_preemptions(m, w, j);
+		json_cpus(m, w, j);
+		json_syscalls(m, w, j);
+		json_offcpu(m, w, j);
+		json_oncpu(m, w, j);
+		json_interference(m, w, j);
 		jsonw_end_object(j);
 	}
 	jsonw_end_array(j);
 	jsonw_name(j, "idle_threads"); /* watched, and no event in the window */
 	jsonw_begin_array(j);
-	for (size_t i = 0; i < m.n; i++) {
-		if (m.t[i].active)
+	for (size_t i = 0; i < m->n; i++) {
+		if (m->t[i].active || m->t[i].dispatch)
 			continue;
 		jsonw_begin_object(j);
-		jsonw_uint_field(j, "tid", m.t[i].tid);
-		jsonw_string_field(j, "comm", m.t[i].comm);
+		jsonw_uint_field(j, "tid", m->t[i].tid);
+		jsonw_string_field(j, "comm", m->t[i].comm);
 		jsonw_end_object(j);
 	}
 	jsonw_end_array(j);
+	report_gil_json(snap, j);
 	report_python_json(snap, j);
-	json_capture(&m, j);
+	json_capture(m, j);
 	jsonw_end_object(j);
 	fputc('\n', out);
 	jsonw_free(j);
-	model_free(&m);
 	return report_flush(out);
+}
+
+int snapshot_report_json(const Hostprof__Snapshot *snap, FILE *out)
+{
+	const struct model *m;
+	int r;
+
+	r = model_get(snap, &m);
+	if (r < 0)
+		return r;
+	r = report_json_model(m, out);
+	model_put(m);
+	return r;
 }

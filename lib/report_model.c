@@ -19,7 +19,9 @@
  *  - its off-CPU intervals grouped by (user stack, kernel stack), by total time, each
  *    with its wakers.
  *  - its on-CPU samples by leaf function: the innermost user frame, else the innermost
- *    kernel frame.
+ *    kernel frame; with the source line most of them are at, when DWARF said.
+ * And for the process: the files without symbols its on-CPU leaf frames are in, unresolved,
+ * with the Debian packages that would name them.
  *  - the interference it met: see report_interference.c.
  *
  * The worst stall: every interval in which a watched thread could not run is a
@@ -31,6 +33,7 @@
  * name another cause (report_interference.c).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +45,7 @@
 
 void model_free(struct model *m)
 {
+	model_causes_free(m);
 	for (size_t i = 0; i < m->n; i++) {
 		struct wthread *w = &m->t[i];
 
@@ -50,6 +54,8 @@ void model_free(struct model *m)
 		free(w->cpus);
 		free(w->migrations);
 		free(w->syscalls);
+		free(w->sc_by_ts);
+		free(w->sc_end_max);
 		free(w->hists);
 		for (size_t g = 0; g < w->n_off; g++)
 			free(w->off[g].wakers);
@@ -75,6 +81,7 @@ void model_free(struct model *m)
 	free(m->flt_ts);
 	free(m->lck_ts);
 	frame_names_free(&m->fn);
+	free(m->hints);
 	*m = (struct model){};
 }
 
@@ -97,23 +104,69 @@ struct wthread *model_thread(const struct model *m, uint32_t pid, uint32_t tid)
 	return NULL;
 }
 
+/*
+ * The distinct tids of a snapshot: an open-addressed set (tid + 1, 0 = empty), so each
+ * row of every table costs one probe instead of a place in an array sorted after.
+ */
+struct tidset {
+	uint64_t *slots;
+	size_t mask, n;
+	uint32_t *tids; /* the members, in the order they came */
+	size_t cap;
+};
+
+static size_t tid_slot(uint32_t tid, size_t mask)
+{
+	return (size_t)(((uint64_t)tid * 0x9e3779b97f4a7c15ull) >> 32) & mask;
+}
+
+static int tidset_add(struct tidset *t, uint32_t tid)
+{
+	size_t i;
+
+	if (2 * (t->n + 1) > t->mask + 1) {
+		size_t nslots = t->slots ? 2 * (t->mask + 1) : 64;
+		uint64_t *slots = calloc(nslots, sizeof(*slots));
+
+		if (!slots)
+			return -ENOMEM;
+		for (size_t k = 0; k < t->n; k++) {
+			for (i = tid_slot(t->tids[k], nslots - 1); slots[i]; i = (i + 1) & (nslots - 1))
+				;
+			slots[i] = (uint64_t)t->tids[k] + 1;
+		}
+		free(t->slots);
+		t->slots = slots;
+		t->mask = nslots - 1;
+	}
+	for (i = tid_slot(tid, t->mask); t->slots[i]; i = (i + 1) & t->mask)
+		if (t->slots[i] == (uint64_t)tid + 1)
+			return 0;
+	if (reserve_one(&t->tids, t->n, &t->cap, sizeof(*t->tids)) < 0)
+		return -ENOMEM;
+	t->slots[i] = (uint64_t)tid + 1;
+	t->tids[t->n++] = tid;
+	return 0;
+}
+
 /* Collects the tids of snap->pid from every table, then names them as the view does. */
 static int model_threads(struct model *m)
 {
 	const Hostprof__Snapshot *s = m->snap;
 	const Hostprof__SchedSwitchTable *sw = s->switches;
-	_cleanup_free_ uint32_t *tids = NULL;
+	struct tidset set = {};
 	struct snapview v;
-	size_t n = 0, cap = 0;
+	uint32_t *tids;
+	size_t n;
 	int r;
 
-#define ADD_TID(p, t)                                                       \
-	do {                                                                \
-		if ((p) == s->pid) {                                        \
-			if (reserve_one(&tids, n, &cap, sizeof(*tids)) < 0) \
-				return -ENOMEM;                             \
-			tids[n++] = (t);                                    \
-		}                                                           \
+#define ADD_TID(p, t)                                             \
+	do {                                                      \
+		if ((p) == s->pid && tidset_add(&set, (t)) < 0) { \
+			free(set.slots);                          \
+			free(set.tids);                           \
+			return -ENOMEM;                           \
+		}                                                 \
 	} while (0)
 
 	for (size_t i = 0; i < s->n_threads; i++)
@@ -145,20 +198,43 @@ static int model_threads(struct model *m)
 		ADD_TID(s->locks->pid[i], s->locks->tid[i]);
 #undef ADD_TID
 
+	free(set.slots);
+	tids = set.tids;
+	n = set.n;
 	qsort_safe(tids, n, sizeof(*tids), cmp_u32);
 	m->t = calloc(MAX(n, (size_t)1), sizeof(*m->t));
-	if (!m->t)
+	if (!m->t) {
+		free(tids);
 		return -ENOMEM;
+	}
 	r = snapview_init(s, &v);
-	if (r < 0)
+	if (r < 0) {
+		free(tids);
 		return r;
-	for (size_t i = 0; i < n; i++)
-		if (!m->n || m->t[m->n - 1].tid != tids[i]) {
-			m->t[m->n].tid = tids[i];
-			m->t[m->n].comm = snapview_comm(&v, tids[i]);
-			m->n++;
-		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		m->t[m->n].tid = tids[i];
+		m->t[m->n].comm = snapview_comm(&v, tids[i]);
+		m->t[m->n].cpu_quota_us = -1;
+		m->n++;
+	}
+	free(tids);
 	snapview_free(&v);
+	for (size_t i = 0; i < s->n_threads; i++) {
+		const Hostprof__Thread *t = s->threads[i];
+		struct wthread *w = model_thread(m, t->pid, t->tid);
+
+		if (w && t->n_cpus_allowed) {
+			w->cpus_allowed = t->cpus_allowed;
+			w->n_cpus_allowed = t->n_cpus_allowed;
+		}
+		if (w && t->has_cpu_quota_us && t->has_cpu_period_us) {
+			w->has_bandwidth = true;
+			w->cgroup = t->cgroup ? t->cgroup : "";
+			w->cpu_quota_us = t->cpu_quota_us;
+			w->cpu_period_us = t->cpu_period_us;
+		}
+	}
 	return 0;
 }
 
@@ -464,6 +540,28 @@ static int analyze_syscalls(struct model *m)
 			return r;
 		w->hists[w->n_hists++] = i;
 	}
+	/* the rows are in time order: each thread's, by start, before they go slowest first */
+	for (size_t i = 0; i < m->n; i++) {
+		struct wthread *w = &m->t[i];
+		uint64_t end = 0;
+
+		if (!w->n_syscalls)
+			continue;
+		w->sc_by_ts = malloc(w->n_syscalls * sizeof(*w->sc_by_ts));
+		w->sc_end_max = malloc(w->n_syscalls * sizeof(*w->sc_end_max));
+		if (!w->sc_by_ts || !w->sc_end_max)
+			return -ENOMEM;
+		memcpy(w->sc_by_ts, w->syscalls, w->n_syscalls * sizeof(*w->sc_by_ts));
+		for (size_t k = 0; k < w->n_syscalls; k++) {
+			size_t row = w->sc_by_ts[k];
+			uint64_t e = m->sc_ts[row] + sc->dur_ns[row];
+
+			if (e < m->sc_ts[row])
+				e = UINT64_MAX;
+			end = MAX(end, e);
+			w->sc_end_max[k] = end;
+		}
+	}
 	for (size_t i = 0; i < m->n; i++) {
 		qsort_r_safe(m->t[i].syscalls, m->t[i].n_syscalls, sizeof(size_t), cmp_syscall_row,
 			     (void *)sc);
@@ -593,6 +691,8 @@ struct leaf_entry {
 	size_t thread;
 	const char *name;
 	bool kernel;
+	const char *file;
+	uint32_t line;
 };
 
 static int cmp_leaf_entry(const void *a, const void *b)
@@ -608,6 +708,52 @@ static int cmp_leaf_entry(const void *a, const void *b)
 	return c;
 }
 
+/* The same function, then by source line. */
+static int cmp_leaf_line(const void *a, const void *b)
+{
+	const struct leaf_entry *x = a, *y = b;
+	int c = cmp_leaf_entry(a, b);
+
+	if (!c)
+		c = strcmp(x->file ? x->file : "", y->file ? y->file : "");
+	return c ? c : x->line < y->line ? -1 : x->line > y->line;
+}
+
+static int cmp_debug_hint(const void *a, const void *b)
+{
+	const struct debug_hint *x = a, *y = b;
+
+	if (x->samples != y->samples)
+		return x->samples > y->samples ? -1 : 1;
+	return x->mapping < y->mapping ? -1 : x->mapping > y->mapping;
+}
+
+/* A sample whose innermost user frame is unresolved in a file a debug package would name. */
+static int count_debug_hint(struct model *m, uint32_t ustack)
+{
+	const Hostprof__Snapshot *s = m->snap;
+	const Hostprof__Frame *f;
+	size_t k;
+
+	if (!ustack || !s->stacks[ustack - 1]->n_frames)
+		return 0;
+	f = s->frames[s->stacks[ustack - 1]->frames[0]];
+	if ((f->function && f->function[0]) || !f->mapping || !s->mappings[f->mapping - 1]->n_debug_packages)
+		return 0;
+	for (k = 0; k < m->n_hints && m->hints[k].mapping != f->mapping; k++)
+		;
+	if (k == m->n_hints) {
+		struct debug_hint *h = reallocarray(m->hints, m->n_hints + 1, sizeof(*h));
+
+		if (!h)
+			return -ENOMEM;
+		m->hints = h;
+		m->hints[m->n_hints++] = (struct debug_hint){ .mapping = f->mapping };
+	}
+	m->hints[k].samples++;
+	return 0;
+}
+
 static int cmp_leaf_count(const void *a, const void *b)
 {
 	const struct leaf_count *x = a, *y = b;
@@ -621,15 +767,21 @@ static int cmp_leaf_count(const void *a, const void *b)
 	return c;
 }
 
-/* The innermost frame of stack idx1 (index + 1), or NULL. */
-static const char *leaf_name(const struct model *m, uint32_t idx1)
+/* The innermost frame of stack idx1 (index + 1), or NULL; and where it is in the source. */
+static const char *leaf_name(const struct model *m, uint32_t idx1, const char **ret_file, uint32_t *ret_line)
 {
 	const Hostprof__Stack *st;
+	const Hostprof__Frame *f;
 
 	if (!idx1)
 		return NULL;
 	st = m->snap->stacks[idx1 - 1];
-	return st->n_frames ? m->fn.name[st->frames[0]] : NULL;
+	if (!st->n_frames)
+		return NULL;
+	f = m->snap->frames[st->frames[0]];
+	*ret_file = f->file && f->file[0] ? f->file : NULL;
+	*ret_line = f->line;
+	return m->fn.name[st->frames[0]];
 }
 
 static int analyze_samples(struct model *m)
@@ -644,12 +796,16 @@ static int analyze_samples(struct model *m)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		struct wthread *w;
-		const char *name;
+		const char *name, *file = NULL;
+		uint32_t line = 0;
 		bool kernel = false;
 
 		if (t->pid[i] != m->snap->pid)
 			continue;
 		m->samples++;
+		r = count_debug_hint(m, t->ustack[i]);
+		if (r < 0)
+			return r;
 		w = model_thread(m, t->pid[i], t->tid[i]);
 		if (!w)
 			continue;
@@ -658,18 +814,22 @@ static int analyze_samples(struct model *m)
 		r = model_add_cpu(w, t->cpu[i]);
 		if (r < 0)
 			return r;
-		name = leaf_name(m, t->ustack[i]);
+		name = leaf_name(m, t->ustack[i], &file, &line);
 		if (!name) {
-			name = leaf_name(m, t->kstack[i]);
+			name = leaf_name(m, t->kstack[i], &file, &line);
 			kernel = name != NULL;
 		}
 		e[ne++] = (struct leaf_entry){ .thread = model_thread_index(m, w),
 					       .name = name ? name : "[no stack]",
-					       .kernel = kernel };
+					       .kernel = kernel,
+					       .file = file,
+					       .line = line };
 	}
-	qsort_safe(e, ne, sizeof(*e), cmp_leaf_entry);
-	for (size_t i = 0; i < ne; i++) {
+	qsort_safe(e, ne, sizeof(*e), cmp_leaf_line);
+	qsort_safe(m->hints, m->n_hints, sizeof(*m->hints), cmp_debug_hint);
+	for (size_t i = 0, run = 0, best = 0; i < ne; i++) {
 		struct wthread *w = &m->t[e[i].thread];
+		struct leaf_count *l;
 
 		if (!i || cmp_leaf_entry(&e[i - 1], &e[i])) {
 			r = reserve_one(&w->leaves, w->n_leaves, &w->cap_leaves, sizeof(*w->leaves));
@@ -677,8 +837,17 @@ static int analyze_samples(struct model *m)
 				return r;
 			w->leaves[w->n_leaves++] =
 				(struct leaf_count){ .name = e[i].name, .kernel = e[i].kernel };
+			best = 0;
 		}
-		w->leaves[w->n_leaves - 1].samples++;
+		l = &w->leaves[w->n_leaves - 1];
+		l->samples++;
+		/* the line with the most samples of the function (the first of equals) */
+		run = i && !cmp_leaf_line(&e[i - 1], &e[i]) ? run + 1 : 1;
+		if (e[i].file && run > best) {
+			best = run;
+			l->file = e[i].file;
+			l->line = e[i].line;
+		}
 	}
 	for (size_t i = 0; i < m->n; i++)
 		qsort_safe(m->t[i].leaves, m->t[i].n_leaves, sizeof(struct leaf_count), cmp_leaf_count);
@@ -706,21 +875,44 @@ struct culprit model_next_task(const Hostprof__SchedSwitchTable *sw, size_t i)
 				 .policy = sw->n_next_policy ? sw->next_policy[i] : 0 };
 }
 
-/* The slow syscall of this thread during which it went off the CPU at ts, or -1. */
+/*
+ * The slow syscall of this thread during which it went off the CPU at ts, or -1: of those
+ * that span ts, the first of w->syscalls (the slowest, then the earliest row). The rows
+ * that start at or before ts are found by bisection in sc_by_ts, and walked back only
+ * while one of them may still end at or after ts.
+ */
 ssize_t model_blocking_syscall(const struct model *m, const struct wthread *w, uint64_t ts)
 {
 	const Hostprof__SyscallTable *sc = m->snap->syscalls;
+	size_t lo = 0, hi = w->n_syscalls;
+	ssize_t best = -1;
 
-	for (size_t k = 0; k < w->n_syscalls; k++) {
-		size_t i = w->syscalls[k];
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
 
-		if (m->sc_ts[i] <= ts && ts - m->sc_ts[i] <= sc->dur_ns[i])
-			return (ssize_t)i;
+		if (m->sc_ts[w->sc_by_ts[mid]] <= ts)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
-	return -1;
+	for (size_t k = lo; k-- > 0 && w->sc_end_max[k] >= ts;) {
+		size_t i = w->sc_by_ts[k];
+
+		if (ts - m->sc_ts[i] > sc->dur_ns[i])
+			continue;
+		if (best < 0 || sc->dur_ns[i] > sc->dur_ns[best] ||
+		    (sc->dur_ns[i] == sc->dur_ns[best] && i < (size_t)best))
+			best = (ssize_t)i;
+	}
+	return best;
 }
 
 int model_build(const Hostprof__Snapshot *snap, struct model *ret)
+{
+	return model_build_gil(snap, NULL, 0, ret);
+}
+
+int model_build_gil(const Hostprof__Snapshot *snap, const struct gil_wait *gil, size_t n, struct model *ret)
 {
 	struct model m = { .snap = snap };
 	int r;
@@ -745,10 +937,112 @@ int model_build(const Hostprof__Snapshot *snap, struct model *ret)
 	/* after the scheduler's tables: the worst stall is known, and the waits */
 	if (r >= 0)
 		r = model_interference(&m);
+	/* after everything: where each thread's time went */
+	if (r >= 0)
+		r = model_gil(&m, gil, n);
+	if (r >= 0)
+		r = model_causes(&m);
 	if (r < 0) {
 		model_free(&m);
 		return r;
 	}
 	*ret = m;
 	return 0;
+}
+
+/*
+ * One model shared by every writer of a snapshot: `--format all` writes the report, its
+ * JSON and the Perfetto trace's episodes, and the client its summary line, from the same
+ * snapshot, on up to four threads; each built the model again. While report_model_hold()
+ * holds a snapshot, model_get() of it returns the model built the first time (its writers
+ * only read it); the last model_put() frees it. Any other snapshot gets a model of its own.
+ */
+static struct {
+	pthread_mutex_t lock;
+	const Hostprof__Snapshot *snap;
+	struct model m;
+	bool built;
+	size_t refs;
+} shared = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+int model_get(const Hostprof__Snapshot *snap, const struct model **ret)
+{
+	struct model *m;
+	int r;
+
+	pthread_mutex_lock(&shared.lock);
+	if (shared.refs && shared.snap == snap) {
+		if (!shared.built) {
+			r = model_build(snap, &shared.m);
+			if (r < 0) {
+				pthread_mutex_unlock(&shared.lock);
+				return r;
+			}
+			shared.built = true;
+		}
+		shared.refs++;
+		*ret = &shared.m;
+		pthread_mutex_unlock(&shared.lock);
+		return 0;
+	}
+	pthread_mutex_unlock(&shared.lock);
+	m = malloc(sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	r = model_build(snap, m);
+	if (r < 0) {
+		free(m);
+		return r;
+	}
+	*ret = m;
+	return 0;
+}
+
+static void shared_put_locked(void)
+{
+	if (--shared.refs)
+		return;
+	if (shared.built)
+		model_free(&shared.m);
+	shared.built = false;
+	shared.snap = NULL;
+}
+
+void model_put(const struct model *m)
+{
+	if (!m)
+		return;
+	if (m == &shared.m) {
+		pthread_mutex_lock(&shared.lock);
+		shared_put_locked();
+		pthread_mutex_unlock(&shared.lock);
+		return;
+	}
+	model_free((struct model *)m);
+	free((struct model *)m);
+}
+
+int report_model_hold(const Hostprof__Snapshot *snap)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&shared.lock);
+	if (!shared.refs) {
+		shared.snap = snap;
+		shared.refs = 1;
+	} else if (shared.snap == snap) {
+		shared.refs++;
+	} else {
+		r = -EBUSY; /* another snapshot holds it: its users build their own */
+	}
+	pthread_mutex_unlock(&shared.lock);
+	return r;
+}
+
+void report_model_release(const Hostprof__Snapshot *snap)
+{
+	pthread_mutex_lock(&shared.lock);
+	if (shared.refs && shared.snap == snap)
+		shared_put_locked();
+	pthread_mutex_unlock(&shared.lock);
 }

@@ -14,16 +14,16 @@ int report_preemptions(const Hostprof__Snapshot *snap, const char *thread_glob, 
 	_cleanup_free_ struct culprit *all = NULL;
 	struct preempt_summary s = {};
 	size_t n_all = 0, cap_all = 0;
-	struct model m;
+	const struct model *m;
 	int r;
 
 	if (!thread_glob_valid(thread_glob))
 		return -EINVAL;
-	r = model_build(snap, &m);
+	r = model_get(snap, &m);
 	if (r < 0)
 		return r;
-	for (size_t i = 0; i < m.n; i++) {
-		const struct wthread *w = &m.t[i];
+	for (size_t i = 0; i < m->n; i++) {
+		const struct wthread *w = &m->t[i];
 
 		if (!thread_glob_match(thread_glob, w->comm))
 			continue;
@@ -62,7 +62,7 @@ int report_preemptions(const Hostprof__Snapshot *snap, const char *thread_glob, 
 	*ret = s;
 	r = 0;
 out:
-	model_free(&m);
+	model_put(m);
 	return r;
 }
 

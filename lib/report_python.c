@@ -6,6 +6,7 @@
  * says why. Names and files come from the watched process: control bytes are escaped.
  */
 #include <inttypes.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "escape.h"
@@ -107,12 +108,64 @@ static void text_thread(FILE *f, const Hostprof__Snapshot *snap, const Hostprof_
 	}
 }
 
+/* The garbage collections of the window, per generation: count, total, longest. */
+struct gc_sum {
+	uint64_t n, total_ns, max_ns;
+};
+
+static bool gc_sums(const Hostprof__Snapshot *snap, struct gc_sum sum[3])
+{
+	const Hostprof__PythonGcTable *g = snap->python_gc;
+
+	memset(sum, 0, 3 * sizeof(*sum));
+	if (!g || !g->n_ts_delta)
+		return false;
+	for (size_t i = 0; i < g->n_ts_delta; i++) {
+		int gen = i < g->n_generation ? g->generation[i] : 0;
+		uint64_t d = i < g->n_dur_ns ? g->dur_ns[i] : 0;
+		struct gc_sum *s = &sum[gen < 0 ? 0 : gen > 2 ? 2 : gen];
+
+		s->n++;
+		s->total_ns += d;
+		if (d > s->max_ns)
+			s->max_ns = d;
+	}
+	return true;
+}
+
+/* The kernel-walked stacks and the garbage collections: what the Python section says first. */
+static void text_walks(const Hostprof__Snapshot *snap, FILE *f)
+{
+	const Hostprof__PythonStacks *ps = snap->python_stacks;
+	struct gc_sum sum[3];
+
+	if (ps) {
+		fprintf(f, "  stacks            %" PRIu64 " samples and off-CPU intervals with Python frames", ps->merged);
+		if (ps->unreadable) {
+			fprintf(f, ", %" PRIu64 " python stack unreadable (", ps->unreadable);
+			put_escaped(f, ps->reason && ps->reason[0] ? ps->reason : "?");
+			fputc(')', f);
+		}
+		fputc('\n', f);
+	}
+	if (gc_sums(snap, sum))
+		for (int gen = 0; gen < 3; gen++)
+			if (sum[gen].n)
+				fprintf(f, "  gc generation %d   %" PRIu64 " collections, %.3f ms in all, longest %.3f ms\n", gen,
+					sum[gen].n, sum[gen].total_ns / 1e6, sum[gen].max_ns / 1e6);
+}
+
 void report_python_text(const Hostprof__Snapshot *snap, FILE *f)
 {
 	const Hostprof__PythonState *py = snap->python;
 
-	if (!py)
+	if (!py) {
+		if (snap->python_stacks || (snap->python_gc && snap->python_gc->n_ts_delta)) {
+			fputs("\nPython\n", f);
+			text_walks(snap, f);
+		}
 		return;
+	}
 	fprintf(f, "\nPython threads at the instant");
 	if (py->version && py->version[0])
 		fprintf(f, " (CPython %s)", py->version);
@@ -134,14 +187,45 @@ void report_python_text(const Hostprof__Snapshot *snap, FILE *f)
 		put_escaped(f, py->reason && py->reason[0] ? py->reason : "?");
 		fputc('\n', f);
 	}
+	text_walks(snap, f);
 	for (size_t i = 0; i < py->n_threads; i++)
 		text_thread(f, snap, py->threads[i]);
+}
+
+static void json_walks(const Hostprof__Snapshot *snap, struct jsonw *j)
+{
+	const Hostprof__PythonStacks *ps = snap->python_stacks;
+	struct gc_sum sum[3];
+
+	jsonw_name(j, "python_stacks");
+	jsonw_begin_object(j);
+	jsonw_uint_field(j, "merged", ps ? ps->merged : 0);
+	jsonw_uint_field(j, "unreadable", ps ? ps->unreadable : 0);
+	jsonw_string_field(j, "reason", ps && ps->reason ? ps->reason : "");
+	jsonw_uint_field(j, "read_failures", ps ? ps->read_failures : 0);
+	jsonw_uint_field(j, "truncated", ps ? ps->truncated : 0);
+	jsonw_uint_field(j, "unanchored", ps ? ps->unanchored : 0);
+	jsonw_end_object(j);
+	jsonw_name(j, "python_gc");
+	jsonw_begin_array(j);
+	if (gc_sums(snap, sum))
+		for (int gen = 0; gen < 3; gen++) {
+			jsonw_begin_object(j);
+			jsonw_int_field(j, "generation", gen);
+			jsonw_uint_field(j, "collections", sum[gen].n);
+			jsonw_uint_field(j, "total_ns", sum[gen].total_ns);
+			jsonw_uint_field(j, "max_ns", sum[gen].max_ns);
+			jsonw_end_object(j);
+		}
+	jsonw_end_array(j);
 }
 
 void report_python_json(const Hostprof__Snapshot *snap, struct jsonw *j)
 {
 	const Hostprof__PythonState *py = snap->python;
 
+	if (snap->python_stacks || (snap->python_gc && snap->python_gc->n_ts_delta))
+		json_walks(snap, j);
 	if (!py)
 		return;
 	jsonw_name(j, "python");

@@ -1,5 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* The report as text (".txt"): the verdict, the window, each watched thread, the capture. */
+/*
+ * The report as text (".txt"): the verdict, the window and which threads dispatch, each
+ * dispatch thread (where its time went, its stall episodes, then the details), the rest
+ * of the process, the capture.
+ */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -8,11 +12,14 @@
 #include "hps.h"
 #include "macro.h"
 #include "report_internal.h"
+#include "report_gil.h"
 #include "report_python.h"
 
 #define STACK_INDENT 32 /* frames under the off-CPU columns */
 #define LOCK_STACK_INDENT 38 /* under the lock column */
 #define LOCK_FRAMES 6 /* of the longest wait's kernel stack */
+#define TOP_AGENTS 3 /* under each cause of the breakdown */
+#define TOP_EPISODES 10
 
 /* " at or above 10 us" for a threshold of 10000 ns; "" for none */
 static void min_desc(uint64_t ns, char *buf, size_t len)
@@ -86,6 +93,51 @@ static void text_interference_header(const struct model *m, FILE *f)
 			m->unmatched_count, m->unmatched_count == 1 ? "" : "s", ms(m->unmatched_ns));
 }
 
+/* The globs, as one list: "acl_thread, hccl_*" */
+static void globs_desc(const struct model *m, FILE *f)
+{
+	if (!m->n_dispatch_globs)
+		fputs("none", f);
+	for (size_t g = 0; g < m->n_dispatch_globs; g++)
+		fprintf(f, "%s%s", g ? ", " : "", m->dispatch_globs[g]);
+}
+
+/* Which threads the report is about first, and why those. */
+static void text_dispatch_header(const struct model *m, FILE *f)
+{
+	char line[512];
+	size_t n = 0;
+
+	fputs("dispatch ", f);
+	switch (m->dispatch_why) {
+	case DISPATCH_MATCHED:
+		for (size_t k = 0; k < m->n; k++)
+			if (m->t[k].dispatch)
+				fprintf(f, "%s%s (tid %" PRIu32 ")", n++ ? ", " : "", m->t[k].comm,
+					m->t[k].tid);
+		fputs(": the name matches dispatch_threads ", f);
+		globs_desc(m, f);
+		break;
+	case DISPATCH_MOST_RUN:
+	case DISPATCH_MAIN:
+		fputs("no thread's name matches dispatch_threads ", f);
+		globs_desc(m, f);
+		fprintf(f, "; taking %s: %s (tid %" PRIu32 ")",
+			m->dispatch_why == DISPATCH_MOST_RUN ? "the thread that ran the most" :
+							       "the main thread",
+			m->t[m->verdict].comm, m->t[m->verdict].tid);
+		break;
+	case DISPATCH_NONE:
+		fputs("none: no thread of the process in the snapshot", f);
+		break;
+	}
+	if (m->dispatch_default)
+		fputs(" (the snapshot records no dispatch_threads: the default)", f);
+	fputc('\n', f);
+	report_longest_stall(m, line, sizeof(line));
+	fprintf(f, "longest  %s\n", line);
+}
+
 static void text_header(const struct model *m, FILE *f)
 {
 	const Hostprof__Snapshot *s = m->snap;
@@ -110,6 +162,7 @@ static void text_header(const struct model *m, FILE *f)
 		s->end_ns > s->start_ns ? (double)(s->end_ns - s->start_ns) / 1e9 : 0.0,
 		(uint64_t)(s->start_ns / NSEC_PER_SEC), (uint64_t)(s->start_ns % NSEC_PER_SEC),
 		s->reason && s->reason[0] ? s->reason : "?");
+	text_dispatch_header(m, f);
 	text_interference_header(m, f);
 	for (size_t i = 0; i < s->n_markers; i++) {
 		const Hostprof__Marker *mk = s->markers[i];
@@ -175,9 +228,12 @@ static void text_syscalls(const struct model *m, const struct wthread *w, FILE *
 	const Hostprof__SyscallTable *sc = s->syscalls;
 	char nbuf[32];
 
+	if (hps_syscalls_blocking(s))
+		fprintf(f, "  syscalls          = blocking: only calls that blocked; calls that never sleep, "
+			   "totals and return values not covered\n");
 	if (w->n_syscalls) {
-		fprintf(f, "  slowest syscalls  %zu at or above %.1f ms\n", w->n_syscalls,
-			ms(s->syscall_min_ns));
+		fprintf(f, "  slowest syscalls  %zu at or above %.1f ms%s\n", w->n_syscalls, ms(s->syscall_min_ns),
+			hps_syscalls_blocking(s) ? " (time blocked)" : "");
 		fprintf(f, "    %8s %10s  %s\n", "at s", "ms", "call");
 		for (size_t k = 0; k < w->n_syscalls && k < TOP_SYSCALLS; k++) {
 			size_t i = w->syscalls[k];
@@ -190,11 +246,18 @@ static void text_syscalls(const struct model *m, const struct wthread *w, FILE *
 			fputs(", ", f);
 			put_arg(f, sc->arg2[i]);
 			fputs(") = ", f);
-			put_ret(f, sc->ret[i]);
+			if (hps_syscall_flags(sc, i) & HPS_SYSCALL_RET_UNKNOWN)
+				fputc('?', f);
+			else
+				put_ret(f, sc->ret[i]);
 			fputc('\n', f);
 		}
 	} else {
 		fprintf(f, "  slowest syscalls  none at or above %.1f ms\n", ms(s->syscall_min_ns));
+	}
+	if (hps_syscalls_blocking(s)) {
+		fprintf(f, "  syscall totals    not covered (syscalls = blocking)\n");
+		return;
 	}
 	if (!w->n_hists)
 		return;
@@ -218,8 +281,21 @@ static void text_stack(const struct model *m, uint32_t idx1, bool kernel, int in
 	if (!idx1)
 		return;
 	st = m->snap->stacks[idx1 - 1];
-	for (size_t j = 0; j < st->n_frames && j < max; j++)
-		fprintf(f, "%*s%s%s\n", indent, "", m->fn.name[st->frames[j]], kernel ? " [k]" : "");
+	for (size_t j = 0; j < st->n_frames && j < max; j++) {
+		const Hostprof__Frame *fr = m->snap->frames[st->frames[j]];
+		const char *src;
+		char buf[256];
+
+		/* the functions inlined there first, innermost first: each a frame of the source */
+		for (size_t k = 0; k < fr->n_inlined; k++) {
+			src = snapview_source(fr->inlined[k]->file, fr->inlined[k]->line, buf, sizeof(buf));
+			fprintf(f, "%*s%s (inlined%s%s)\n", indent, "", snapview_inlined_name(fr->inlined[k]),
+				src ? ", " : "", src ? src : "");
+		}
+		src = snapview_source(fr->file, fr->line, buf, sizeof(buf));
+		fprintf(f, "%*s%s%s%s%s%s\n", indent, "", m->fn.name[st->frames[j]], src ? " (" : "",
+			src ? src : "", src ? ")" : "", kernel ? " [k]" : "");
+	}
 	if (st->n_frames > max)
 		fprintf(f, "%*s... %zu more frame%s\n", indent, "", st->n_frames - max,
 			st->n_frames - max == 1 ? "" : "s");
@@ -282,9 +358,11 @@ static void text_oncpu(const struct model *m, const struct wthread *w, FILE *f)
 	fprintf(f, "    %8s %10s  %s\n", "samples", "%", "function");
 	for (size_t k = 0; k < w->n_leaves && k < TOP_FUNCTIONS; k++) {
 		const struct leaf_count *l = &w->leaves[k];
+		char buf[256];
+		const char *src = snapview_source(l->file, l->line, buf, sizeof(buf));
 
-		fprintf(f, "    %8" PRIu64 " %10.1f  %s%s\n", l->samples, pct(l->samples, m->samples),
-			l->name, l->kernel ? " [k]" : "");
+		fprintf(f, "    %8" PRIu64 " %10.1f  %s%s%s%s%s\n", l->samples, pct(l->samples, m->samples),
+			l->name, src ? " (" : "", src ? src : "", src ? ")" : "", l->kernel ? " [k]" : "");
 	}
 	if (w->n_leaves > TOP_FUNCTIONS)
 		fprintf(f, "    ... %zu more functions\n", w->n_leaves - TOP_FUNCTIONS);
@@ -433,9 +511,118 @@ static void text_interference(const struct model *m, const struct wthread *w, FI
 		text_locks(m, w, f);
 }
 
+/* Where the thread's time went: each cause, its share and runs, and who caused it. */
+static void text_breakdown(const struct model *m, const struct wthread *w, FILE *f)
+{
+	uint64_t win = window_ns(m->snap);
+	char desc[400];
+
+	fprintf(f, "  where the time went  lost %.1f ms of %.3f s (%.1f%%)", ms(w->acc.lost_ns),
+		(double)win / 1e9, pct(w->acc.lost_ns, win));
+	if (w->acc.home_cpu >= 0)
+		fprintf(f, "; it lives on CPU %" PRId64 " and was moved off it %" PRIu64 " time%s",
+			w->acc.home_cpu, w->acc.moves_off, w->acc.moves_off == 1 ? "" : "s");
+	if (w->has_bandwidth && w->cpu_quota_us > 0)
+		fprintf(f, "; its cgroup %s: %.1f ms of CPU every %.1f ms", w->cgroup,
+			(double)w->cpu_quota_us / 1e3, (double)w->cpu_period_us / 1e3);
+	fputc('\n', f);
+	fprintf(f, "    %-34s %10s %7s %7s %10s\n", "cause; by", "ms", "%", "times", "longest ms");
+	for (enum cause c = 0; c < CAUSE_MAX; c++) {
+		const struct tally *t = &w->acc.cause[c];
+		const uint32_t *first;
+		size_t n;
+
+		if (!t->time_ns)
+			continue;
+		fprintf(f, "    %-34s %10.1f %7.1f %7" PRIu64 " %10.1f\n", report_cause_name(c),
+			ms(t->time_ns), pct(t->time_ns, win), t->count, ms(t->max_ns));
+		n = model_cause_agents(w, c, &first);
+		for (size_t k = 0; k < n && k < TOP_AGENTS && c != CAUSE_RUNNING && c != CAUSE_UNKNOWN; k++) {
+			const struct agent *a = &w->acc.ag[first[k]];
+
+			report_agent_desc(m, w, a, desc, sizeof(desc));
+			fprintf(f, "      %10.1f %7.1f %7" PRIu64 " %10.1f  %s\n", ms(a->sum.time_ns),
+				pct(a->sum.time_ns, win), a->sum.count, ms(a->sum.max_ns), desc);
+		}
+		if (n > TOP_AGENTS && c != CAUSE_RUNNING && c != CAUSE_UNKNOWN)
+			fprintf(f, "      ... %zu more\n", n - TOP_AGENTS);
+	}
+}
+
+static int cmp_episode_len(const void *a, const void *b)
+{
+	const struct episode *x = *(const struct episode *const *)a, *y = *(const struct episode *const *)b;
+	uint64_t lx = x->end - x->begin, ly = y->end - y->begin;
+
+	if (lx != ly)
+		return lx > ly ? -1 : 1;
+	return x->begin < y->begin ? -1 : x->begin > y->begin;
+}
+
+/* "30.0 ms CPU taken by realtime tasks: hog (pid 200, ...)" for each part, then the rest. */
+static void text_episode(const struct model *m, const struct wthread *w, const struct episode *e, FILE *f)
+{
+	struct episode_part parts[EPISODE_PARTS];
+	size_t n = model_episode_parts(e, parts);
+	char desc[400];
+
+	fprintf(f, "    %+8.3f %10.1f ", rel_s(m, e->begin), ms(e->end - e->begin));
+	for (size_t k = 0; k < n; k++) {
+		const struct agent *a = &w->acc.ag[parts[k].agent];
+
+		report_agent_desc(m, w, a, desc, sizeof(desc));
+		fprintf(f, "%s%.1f ms %s%s%s", k ? "; " : " ", ms(parts[k].ns), report_cause_name(a->cause),
+			desc[0] ? ": " : "", desc);
+	}
+	if (e->rest_ns)
+		fprintf(f, "; %.1f ms more", ms(e->rest_ns));
+	fputc('\n', f);
+}
+
+static void text_episodes(const struct model *m, const struct wthread *w, FILE *f)
+{
+	const struct account *acc = &w->acc;
+	_cleanup_free_ const struct episode **by_len = NULL;
+
+	if (!acc->n_ep) {
+		fprintf(f, "  stall episodes    none of %.0f ms or more\n", ms(EPISODE_MIN_NS));
+		return;
+	}
+	fprintf(f, "  stall episodes    %zu of %.0f ms or more, %.1f ms in all%s\n", acc->n_ep,
+		ms(EPISODE_MIN_NS), ms(acc->ep_ns), acc->n_ep > TOP_EPISODES ? "; the longest:" : "");
+	by_len = calloc(acc->n_ep, sizeof(*by_len));
+	if (!by_len)
+		return;
+	for (size_t i = 0; i < acc->n_ep; i++)
+		by_len[i] = &acc->ep[i];
+	qsort_safe(by_len, acc->n_ep, sizeof(*by_len), cmp_episode_len);
+	fprintf(f, "    %8s %10s  %s\n", "at s", "ms", "made of");
+	for (size_t i = 0; i < acc->n_ep && i < TOP_EPISODES; i++)
+		text_episode(m, w, by_len[i], f);
+}
+
+/* For a thread that is not a dispatch thread: its loss in one line. */
+static void text_loss_line(const struct model *m, const struct wthread *w, FILE *f)
+{
+	enum cause top = model_top_cause(w);
+
+	if (!w->acc.switched || top == CAUSE_MAX)
+		return;
+	fprintf(f, "  lost              %.1f ms (%.1f%%), the most to %s: %.1f ms, longest %.1f ms\n",
+		ms(w->acc.lost_ns), pct(w->acc.lost_ns, window_ns(m->snap)), report_cause_name(top),
+		ms(w->acc.cause[top].time_ns), ms(w->acc.cause[top].max_ns));
+}
+
 static void text_thread(const struct model *m, const struct wthread *w, FILE *f)
 {
-	fprintf(f, "\nthread %s (tid %" PRIu32 ")\n", w->comm[0] ? w->comm : "?", w->tid);
+	fprintf(f, "\n%s %s (tid %" PRIu32 ")\n", w->dispatch ? "dispatch thread" : "thread",
+		w->comm[0] ? w->comm : "?", w->tid);
+	if (w->dispatch) {
+		text_breakdown(m, w, f);
+		text_episodes(m, w, f);
+	} else {
+		text_loss_line(m, w, f);
+	}
 	text_preemptions(m, w, f);
 	if (w->n_rq)
 		fprintf(f,
@@ -460,7 +647,7 @@ static void text_idle_threads(const struct model *m, FILE *f)
 	for (size_t i = 0; i < m->n; i++) {
 		const struct wthread *w = &m->t[i];
 
-		if (w->active)
+		if (w->active || w->dispatch)
 			continue;
 		if (n < TOP_IDLE_THREADS)
 			fprintf(f, "%s%s (tid %" PRIu32 ")",
@@ -492,28 +679,69 @@ static void text_capture(const struct model *m, FILE *f)
 		"  symbols           frames resolved %" PRIu64 ", unresolved %" PRIu64
 		"; suspect stacks %" PRIu64 "\n",
 		sy ? sy->resolved : 0, sy ? sy->unresolved : 0, sy ? sy->suspect_stacks : 0);
+	if (sy && (sy->lines || sy->inlined || sy->debuginfo_failed))
+		fprintf(f,
+			"                    with source lines %" PRIu64 ", inlined frames %" PRIu64
+			"; debug info unreadable for %" PRIu64 "\n",
+			sy->lines, sy->inlined, sy->debuginfo_failed);
+	if (sy && sy->unwind && sy->unwind->stacks) {
+		const Hostprof__UnwindStats *u = sy->unwind;
+
+		fprintf(f, "  unwinding         %" PRIu64 " user stacks from CFI (the daemon's), %" PRIu64 " complete",
+			u->stacks, u->complete);
+		for (size_t i = 0; i < u->n_truncated; i++)
+			fprintf(f, "%s%s %" PRIu64, i ? ", " : "; truncated: ", u->truncated[i]->cause ? u->truncated[i]->cause : "?",
+				u->truncated[i]->count);
+		if (u->fp_kept)
+			fprintf(f, "; frame pointers kept for %" PRIu64, u->fp_kept);
+		if (u->offcpu || u->offcpu_fp)
+			fprintf(f, "; off-CPU user stacks %" PRIu64 " unwound, %" PRIu64 " by frame pointers", u->offcpu,
+				u->offcpu_fp);
+		fprintf(f, "\n");
+	}
+	/* hot code in files without symbols: the debug package that would name it */
+	for (size_t k = 0; k < m->n_hints; k++) {
+		const Hostprof__Mapping *mp = s->mappings[m->hints[k].mapping - 1];
+
+		fprintf(f, "  no symbols        %s: %" PRIu64 " samples (%.1f%%); debug package %s", mp->file,
+			m->hints[k].samples, pct(m->hints[k].samples, m->samples), mp->debug_packages[0]);
+		for (size_t i = 1; i < mp->n_debug_packages; i++)
+			fprintf(f, " or %s", mp->debug_packages[i]);
+		fputc('\n', f);
+	}
 	if (st && st->has_stack_frames_max)
 		fprintf(f, "  stack depth       %" PRIu64 " frames at most\n", st->stack_frames_max);
 }
 
-int snapshot_report_text(const Hostprof__Snapshot *snap, FILE *out)
+int report_text_model(const struct model *m, FILE *out)
 {
 	char line[512];
-	struct model m;
+
+	report_verdict_line(m, line, sizeof(line));
+	fprintf(out, "%s\n\n", line);
+	text_header(m, out);
+	for (size_t i = 0; i < m->n; i++) /* the dispatch threads first, then the rest of the process */
+		if (m->t[i].dispatch)
+			text_thread(m, &m->t[i], out);
+	for (size_t i = 0; i < m->n; i++)
+		if (m->t[i].active && !m->t[i].dispatch)
+			text_thread(m, &m->t[i], out);
+	text_idle_threads(m, out);
+	report_gil_text(m->snap, out);
+	report_python_text(m->snap, out);
+	text_capture(m, out);
+	return report_flush(out);
+}
+
+int snapshot_report_text(const Hostprof__Snapshot *snap, FILE *out)
+{
+	const struct model *m;
 	int r;
 
-	r = model_build(snap, &m);
+	r = model_get(snap, &m);
 	if (r < 0)
 		return r;
-	report_verdict_line(&m, line, sizeof(line));
-	fprintf(out, "%s\n\n", line);
-	text_header(&m, out);
-	for (size_t i = 0; i < m.n; i++)
-		if (m.t[i].active)
-			text_thread(&m, &m.t[i], out);
-	text_idle_threads(&m, out);
-	report_python_text(snap, out);
-	text_capture(&m, out);
-	model_free(&m);
-	return report_flush(out);
+	r = report_text_model(m, out);
+	model_put(m);
+	return r;
 }

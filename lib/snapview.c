@@ -24,7 +24,7 @@ struct tid_table {
 	struct tid_column col[2];
 };
 
-#define TID_TABLES 11
+#define TID_TABLES 13
 
 /* A table whose rows name one thread each: its tid and pid columns. */
 #define ONE_THREAD_A_ROW(tb) \
@@ -73,6 +73,13 @@ static size_t tid_tables(const Hostprof__Snapshot *s, struct tid_table *t)
 		t[n++] = ONE_THREAD_A_ROW(s->faults);
 	if (s->irqs)
 		t[n++] = ONE_THREAD_A_ROW(s->irqs);
+	if (s->gil) /* the waiter, and its holder (of the same process) */
+		t[n++] = (struct tid_table){ .n = s->gil->n_ts_delta,
+					     .ncol = 2,
+					     .col = { { s->gil->tid, s->gil->pid, NULL },
+						      { s->gil->holder_tid, s->gil->pid, NULL } } };
+	if (s->python_gc)
+		t[n++] = ONE_THREAD_A_ROW(s->python_gc);
 	return n;
 }
 
@@ -274,6 +281,16 @@ static const char *base_name(const char *path)
 	return s ? s + 1 : path;
 }
 
+int python_frame_text(const Hostprof__Frame *f, char *buf, size_t len)
+{
+	const char *file = f->file && f->file[0] ? base_name(f->file) : "?";
+	const char *fn = f->function && f->function[0] ? f->function : "?";
+
+	if (f->line)
+		return snprintf(buf, len, "%s (%s:%" PRIu32 ")", fn, file, f->line);
+	return snprintf(buf, len, "%s (%s)", fn, file);
+}
+
 int frame_names_init(const Hostprof__Snapshot *snap, struct frame_names *ret)
 {
 	struct frame_names fn = {};
@@ -291,6 +308,20 @@ int frame_names_init(const Hostprof__Snapshot *snap, struct frame_names *ret)
 		char *s;
 		int r;
 
+		if (f->python) {
+			/* a Python frame: "train_step (train.py:42)" */
+			const char *pf = f->file && f->file[0] ? base_name(f->file) : "?";
+
+			r = f->line ? asprintf(&s, "%s (%s:%" PRIu32 ")", f->function ? f->function : "?", pf, f->line)
+				    : asprintf(&s, "%s (%s)", f->function ? f->function : "?", pf);
+			if (r < 0) {
+				frame_names_free(&fn);
+				return -ENOMEM;
+			}
+			fn.owned[fn.n_owned++] = s;
+			fn.name[i] = s;
+			continue;
+		}
 		if (f->function && f->function[0]) {
 			fn.name[i] = f->function;
 			continue;
@@ -321,4 +352,26 @@ void frame_names_free(struct frame_names *fn)
 	free(fn->owned);
 	free(fn->name);
 	*fn = (struct frame_names){};
+}
+
+const char *snapview_inlined_name(const Hostprof__InlinedFrame *in)
+{
+	return in->function && in->function[0] ? in->function : "[inlined]";
+}
+
+const char *snapview_source(const char *file, uint32_t line, char *buf, size_t len)
+{
+	const char *p;
+	int slashes = 0;
+
+	if (!file || !file[0] || !len)
+		return NULL;
+	for (p = file + strlen(file); p > file; p--)
+		if (p[-1] == '/' && ++slashes == 2)
+			break;
+	if (line)
+		snprintf(buf, len, "%s:%" PRIu32, p, line);
+	else
+		snprintf(buf, len, "%s", p);
+	return buf;
 }

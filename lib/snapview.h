@@ -66,6 +66,17 @@ struct frame_names {
 };
 
 int frame_names_init(const Hostprof__Snapshot *snap, struct frame_names *ret);
+/* A Python frame (Frame.python) as every format shows it: "train_step (train.py:42)". */
+int python_frame_text(const Hostprof__Frame *f, char *buf, size_t len);
 void frame_names_free(struct frame_names *fn);
+
+/* The display name of a function inlined at a frame (Frame.inlined): "[inlined]" when DWARF named none. */
+const char *snapview_inlined_name(const Hostprof__InlinedFrame *in);
+/*
+ * Where a frame is in the source, as the report shows it: the last two parts of the path
+ * and the line, "Python/ceval.c:1234" (the line left out when 0). NULL, and buf left alone,
+ * when there is no file.
+ */
+const char *snapview_source(const char *file, uint32_t line, char *buf, size_t len);
 
 #endif

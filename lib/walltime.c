@@ -95,3 +95,15 @@ const char *format_wall_time(uint64_t ns, char *buf, size_t len)
 	snprintf(buf, len, "%s.%03uZ", base, (unsigned)(ns % NSEC_PER_SEC / NSEC_PER_MSEC));
 	return buf;
 }
+
+const char *format_wall_time_us(uint64_t ns, char *buf, size_t len)
+{
+	time_t t = ns / NSEC_PER_SEC;
+	struct tm tm;
+	char base[32];
+
+	gmtime_r(&t, &tm);
+	strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf, len, "%s.%06uZ", base, (unsigned)(ns % NSEC_PER_SEC / 1000));
+	return buf;
+}

@@ -14,5 +14,7 @@
 int parse_wall_time(const char *s, uint64_t *ret_ns);
 /* "2026-12-01T11:30:00.250Z" */
 const char *format_wall_time(uint64_t ns, char *buf, size_t len);
+/* "2026-12-01T11:30:00.250123Z": to the microsecond (cross-node comparisons) */
+const char *format_wall_time_us(uint64_t ns, char *buf, size_t len);
 
 #endif

@@ -17,7 +17,7 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
 
-"$build/daemon/hostprofd" --config /dev/null --socket "$sock" --snapshot-dir "$tmp/snaps" \
+"$build/daemon/hostprofd" --config /dev/null --socket "$sock" --metrics-dir none --snapshot-dir "$tmp/snaps" \
 	--trigger none --watch-thread none >"$tmp/daemon.log" 2>&1 &
 daemon=$!; pids+=("$daemon")
 for _ in $(seq 100); do ctl status >/dev/null 2>&1 && break; sleep 0.1; done

@@ -52,6 +52,35 @@ static void code_free(struct py_code *code)
 	free(code);
 }
 
+struct py_code *py_code_copy(const struct py_code *code)
+{
+	struct py_code *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	*c = *code;
+	c->refs = 1;
+	c->function = strdup(code->function);
+	c->file = strdup(code->file);
+	c->lines = NULL;
+	if (code->lines) {
+		c->lines = malloc(code->n_lines ? code->n_lines : 1);
+		if (c->lines)
+			memcpy(c->lines, code->lines, code->n_lines);
+	}
+	if (!c->function || !c->file || (code->lines && !c->lines)) {
+		code_free(c);
+		return NULL;
+	}
+	return c;
+}
+
+bool py_code_same(const struct py_code *a, const struct py_code *b)
+{
+	return a->addr == b->addr && check_same(&a->check, &b->check) && !strcmp(a->function, b->function) &&
+	       !strcmp(a->file, b->file);
+}
+
 void py_code_put(struct py_code *code)
 {
 	if (code && !--code->refs)

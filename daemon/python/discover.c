@@ -316,6 +316,7 @@ static int set_version(struct py_target *t, struct py_mem *m, const struct candi
 		}
 	}
 	if (threaded) {
+		t->free_threaded = true;
 		snprintf(why, why_len,
 			 "CPython %s is a free-threaded build (its objects are laid out differently)",
 			 t->version);
@@ -352,6 +353,7 @@ int py_target_set_offsets(struct py_target *t, struct py_mem *m, char *why, size
 		}
 		r = py_offsets_from_debug(raw, sizeof(raw), t->hexversion, &t->off, note, sizeof(note));
 		if (r < 0) {
+			t->free_threaded = py_debug_free_threaded(raw, sizeof(raw));
 			snprintf(why, why_len, "%s", note);
 			return r;
 		}

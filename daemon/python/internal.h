@@ -13,6 +13,9 @@
  *   state.c      one read of every thread as the snapshot's PythonState message
  *   python.c     the front: a process's reader, resolving code objects for others
  *   instant.c    reads on the worker at an instant before the snapshot (a trigger)
+ *   gil.c        where the GIL is: what the kernel side needs to tell a GIL wait
+ *   bpfwalk.c    the kernel walk's offsets (bpf/python.bpf.h), its frames made into names
+ *   names.c      those names read on the worker while the process lives, kept past its exit
  *
  * Nothing here trusts the process: every pointer it hands us is read through py_mem
  * (bounded, counted, within a time budget), every object's type is checked against the
@@ -71,6 +74,11 @@ struct py_offsets {
 	int32_t is_gil_ptr; /* 3.12+: ceval.gil, a pointer to the GIL's state */
 	/* struct _gil_runtime_state */
 	uint32_t gil_holder, gil_locked; /* last_holder (a PyThreadState *), locked (int) */
+	uint32_t gil_switch_number; /* switch_number (unsigned long): +1 each time the GIL changes hands */
+	/* the condition and mutexes a thread waits on for the GIL (pthread_cond_t, pthread_mutex_t:
+	 * glibc's futex words lie within them), and the struct's size: a futex word in
+	 * [gil, gil + gil_size) is a GIL wait */
+	uint32_t gil_cond, gil_mutex, gil_switch_cond, gil_switch_mutex, gil_size;
 	/* PyThreadState */
 	uint32_t ts_next, ts_interp, ts_frame; /* frame / cframe / current_frame */
 	int32_t ts_cframe_frame; /* 3.11, 3.12: ts_frame is a _PyCFrame *, current_frame here in it */
@@ -122,6 +130,8 @@ bool py_offsets_sane(const struct py_offsets *o);
 #define PY_DEBUG_OFFSETS_SIZE 584
 int py_offsets_from_debug(const uint8_t *raw, size_t len, uint32_t hexversion, struct py_offsets *o,
 			  char *note, size_t note_len);
+/* Whether _Py_DebugOffsets at raw says a free-threaded build. */
+bool py_debug_free_threaded(const uint8_t *raw, size_t len);
 
 /* ---- the process: what discovery found ---- */
 
@@ -137,6 +147,7 @@ struct py_target {
 	uint64_t code_type, frame_type, unicode_type, bytes_type; /* &PyCode_Type, ... */
 	uint64_t none; /* &_Py_NoneStruct: 3.13's f_executable of a frame without code; 0 */
 	int64_t pthread_tid_off; /* glibc: struct pthread's tid, from _thread_db_pthread_tid; -1 */
+	bool free_threaded; /* a free-threaded build (3.13t): not read, and it has no GIL */
 };
 
 /* Set the offsets of t->hexversion, and read _Py_DebugOffsets where the version has them. */
@@ -288,6 +299,18 @@ void py_code_check_from(const struct py_target *t, const uint8_t *head, struct p
 int py_code_get(struct py_code_cache *c, struct py_mem *m, const struct py_target *t, uint64_t addr,
 		const uint8_t *head, struct py_code **ret);
 void py_code_put(struct py_code *code);
+/* A copy of its own (refs 1), for another thread than the cache's; NULL: no memory. */
+struct py_code *py_code_copy(const struct py_code *code);
+/* The same object, read twice: same address, same check, same strings. */
+bool py_code_same(const struct py_code *a, const struct py_code *b);
+
+/*
+ * The kernel walk's pairs as frames (bpfwalk.c), with the code objects from lookup: a
+ * reference (put after use), or < 0 with *why.
+ */
+typedef int (*py_code_lookup_fn)(void *ud, uint64_t addr, struct py_code **ret, const char **why);
+int py_stack_from_pairs(const struct py_target *t, py_code_lookup_fn lookup, void *ud, const uint64_t *pairs,
+			size_t n, struct py_stack_frame *out, size_t *ret_n, const char **ret_why);
 /* The line for lasti (units from 3.10, bytes before). */
 uint32_t py_code_line(const struct py_target *t, const struct py_code *code, int64_t lasti);
 

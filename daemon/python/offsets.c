@@ -30,6 +30,12 @@ static const struct py_offsets table[] = {
 		.is_gil_ptr = PY_NONE,
 		.gil_holder = 8,
 		.gil_locked = 16,
+		.gil_switch_number = 24,
+		.gil_cond = 32,
+		.gil_mutex = 80,
+		.gil_switch_cond = 120,
+		.gil_switch_mutex = 168,
+		.gil_size = 208,
 		.ts_next = 8,
 		.ts_interp = 16,
 		.ts_frame = 24,
@@ -75,6 +81,12 @@ static const struct py_offsets table[] = {
 		.is_gil_ptr = PY_NONE,
 		.gil_holder = 8,
 		.gil_locked = 16,
+		.gil_switch_number = 24,
+		.gil_cond = 32,
+		.gil_mutex = 80,
+		.gil_switch_cond = 120,
+		.gil_switch_mutex = 168,
+		.gil_size = 208,
 		.ts_next = 8,
 		.ts_interp = 16,
 		.ts_frame = 24,
@@ -120,6 +132,12 @@ static const struct py_offsets table[] = {
 		.is_gil_ptr = PY_NONE,
 		.gil_holder = 8,
 		.gil_locked = 16,
+		.gil_switch_number = 24,
+		.gil_cond = 32,
+		.gil_mutex = 80,
+		.gil_switch_cond = 120,
+		.gil_switch_mutex = 168,
+		.gil_size = 208,
 		.ts_next = 8,
 		.ts_interp = 16,
 		.ts_frame = 24,
@@ -165,6 +183,12 @@ static const struct py_offsets table[] = {
 		.is_gil_ptr = PY_NONE,
 		.gil_holder = 8,
 		.gil_locked = 16,
+		.gil_switch_number = 24,
+		.gil_cond = 32,
+		.gil_mutex = 80,
+		.gil_switch_cond = 120,
+		.gil_switch_mutex = 168,
+		.gil_size = 208,
 		.ts_next = 8,
 		.ts_interp = 16,
 		.ts_frame = 56, /* cframe */
@@ -210,6 +234,12 @@ static const struct py_offsets table[] = {
 		.is_gil_ptr = 384,
 		.gil_holder = 8,
 		.gil_locked = 16,
+		.gil_switch_number = 24,
+		.gil_cond = 32,
+		.gil_mutex = 80,
+		.gil_switch_cond = 120,
+		.gil_switch_mutex = 168,
+		.gil_size = 208,
 		.ts_next = 8,
 		.ts_interp = 16,
 		.ts_frame = 56, /* cframe */
@@ -255,6 +285,12 @@ static const struct py_offsets table[] = {
 		.is_gil_ptr = 16,
 		.gil_holder = 8,
 		.gil_locked = 16,
+		.gil_switch_number = 24,
+		.gil_cond = 32,
+		.gil_mutex = 80,
+		.gil_switch_cond = 120,
+		.gil_switch_mutex = 168,
+		.gil_size = 208,
 		.ts_next = 8,
 		.ts_interp = 16,
 		.ts_frame = 72, /* current_frame */
@@ -305,7 +341,13 @@ bool py_offsets_sane(const struct py_offsets *o)
 	       o->str_state + 4 <= o->str_ascii_size && o->str_ascii_size <= o->str_compact_size &&
 	       o->str_compact_size + 8 <= PY_STR_HEAD_MAX && o->var_size + 8 <= o->co_size &&
 	       (o->co_firsttraceable < 0 || (uint32_t)o->co_firsttraceable + 4 <= o->co_size) &&
-	       (o->fr_is_entry < 0 || (uint32_t)o->fr_is_entry < o->fr_size);
+	       (o->fr_is_entry < 0 || (uint32_t)o->fr_is_entry < o->fr_size) &&
+	       /* the GIL: its fields in order within it (the kernel side tells a condition from a
+	        * mutex by the ranges between them) */
+	       o->gil_holder + 8 <= o->gil_cond && o->gil_locked + 4 <= o->gil_cond &&
+	       o->gil_switch_number + 8 <= o->gil_cond && o->gil_cond < o->gil_mutex &&
+	       o->gil_mutex < o->gil_switch_cond && o->gil_switch_cond < o->gil_switch_mutex &&
+	       o->gil_switch_mutex < o->gil_size && o->gil_size <= 1024;
 }
 
 const struct py_offsets *py_offsets_for(unsigned minor)
@@ -419,6 +461,11 @@ static void set_field(struct py_offsets *o, const struct debug_field *f, uint64_
 		*(int32_t *)p = (int32_t)v;
 	else
 		*(uint32_t *)p = (uint32_t)v;
+}
+
+bool py_debug_free_threaded(const uint8_t *raw, size_t len)
+{
+	return len >= PY_DEBUG_OFFSETS_SIZE && !memcmp(raw, "xdebugpy", 8) && py_u64(raw, DO_FREE_THREADED);
 }
 
 int py_offsets_from_debug(const uint8_t *raw, size_t len, uint32_t hexversion, struct py_offsets *o,

@@ -59,6 +59,11 @@ const char *py_proc_version(const struct py_proc *p)
 	return p->target.version;
 }
 
+const char *py_proc_binary(const struct py_proc *p)
+{
+	return p->target.binary;
+}
+
 const struct py_counts *py_proc_counts(const struct py_proc *p)
 {
 	return &p->counts;

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * One ELF file: its code symbols (sorted, one per address, zero sizes filled in), its PT_LOAD
- * segments (to turn file offsets into addresses) and its build-id. Files are read with
- * libelf's ELF_C_READ (pread, not mmap: a watched process truncating its own files must not
- * SIGBUS the daemon).
+ * segments (to turn file offsets into addresses), its build-id, and which file holds its
+ * DWARF. The symbols come from the first of: its .symtab, its separate debug file's (by
+ * build-id or .gnu_debuglink, debuginfo.c), its MiniDebugInfo's merged with its .dynsym
+ * (minidebug.c), its .dynsym. Files are read with libelf's ELF_C_READ (pread, not mmap: a
+ * watched process truncating its own files must not SIGBUS the daemon).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -82,7 +84,7 @@ int elf_open(int fd, const struct stat *st, Elf **ret)
 size_t elf_file_bytes(const struct elf_file *f)
 {
 	return sizeof(*f) + f->n_syms * (sizeof(*f->syms) + sizeof(*f->max_end)) + f->names_len +
-	       f->n_segs * sizeof(*f->segs);
+	       f->n_segs * sizeof(*f->segs) + cfi_bytes(f->cfi);
 }
 
 const struct elf_sym *elf_file_find(const struct elf_file *f, uint64_t vaddr)
@@ -268,17 +270,22 @@ static bool section_is_exec(Elf *e, size_t shndx, uint64_t *ret_end)
 	return sh.sh_flags & SHF_EXECINSTR;
 }
 
-/* Code symbols of one symbol table into f: sorted, one per address, zero sizes filled in. */
-static int elf_load_symbols(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct elf_file *f)
+/* Code symbols gathered from one or more symbol tables, before they are sorted into a file. */
+struct sym_collect {
+	struct raw_sym *raw;
+	size_t n, cap;
+	struct strbuf names;
+	bool full; /* ELF_SYMS_MAX or ELF_NAMES_MAX reached */
+};
+
+/* The code symbols of one symbol table (of e) into c. */
+static int collect_symbols(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct sym_collect *c)
 {
-	_cleanup_free_ struct raw_sym *raw = NULL;
-	struct strbuf names = {};
 	size_t entsize = gelf_fsize(e, ELF_T_SYM, 1, EV_CURRENT);
-	size_t count, n = 0, out = 0;
 	Elf_Scn *strs = elf_getscn(e, sh->sh_link);
 	GElf_Shdr strs_sh;
 	Elf_Data *data;
-	int r = 0;
+	size_t count;
 
 	/* libelf reads a section whole: neither may be larger than what is kept of it */
 	if (!entsize || !strs || !gelf_getshdr(strs, &strs_sh))
@@ -289,10 +296,21 @@ static int elf_load_symbols(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct el
 	if (!data)
 		return -EBADMSG;
 	count = MIN(data->d_size / entsize, (size_t)ELF_SYMS_MAX);
-	raw = malloc(MAX(count, (size_t)1) * sizeof(*raw));
-	if (!raw)
-		return -ENOMEM;
-	for (size_t i = 0; i < count; i++) {
+	if (c->n + count > c->cap) {
+		size_t cap = MIN(c->n + count, (size_t)ELF_SYMS_MAX);
+		struct raw_sym *raw;
+
+		if (cap <= c->n) {
+			c->full = true;
+			return 0;
+		}
+		raw = reallocarray(c->raw, cap, sizeof(*raw));
+		if (!raw)
+			return -ENOMEM;
+		c->raw = raw;
+		c->cap = cap;
+	}
+	for (size_t i = 0; i < count && c->n < c->cap; i++) {
 		uint64_t end_limit = UINT64_MAX;
 		const char *name;
 		bool exec;
@@ -315,14 +333,14 @@ static int elf_load_symbols(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct el
 		/* "$x"/"$d" are aarch64 mapping symbols, not functions */
 		if (!name || !*name || (type == STT_NOTYPE && name[0] == '$'))
 			continue;
-		off = strbuf_add(&names, name, strnlen(name, 4096), ELF_NAMES_MAX);
-		if (off == -E2BIG)
+		off = strbuf_add(&c->names, name, strnlen(name, 4096), ELF_NAMES_MAX);
+		if (off == -E2BIG) {
+			c->full = true;
 			break;
-		if (off < 0) {
-			r = off;
-			goto fail;
 		}
-		raw[n++] = (struct raw_sym){
+		if (off < 0)
+			return off;
+		c->raw[c->n++] = (struct raw_sym){
 			.addr = sym.st_value,
 			.size = sym.st_size,
 			.end_limit = end_limit,
@@ -332,12 +350,31 @@ static int elf_load_symbols(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct el
 									      2),
 		};
 	}
-	qsort(raw, n, sizeof(*raw), cmp_raw_sym);
+	return 0;
+}
+
+static void sym_collect_done(struct sym_collect *c)
+{
+	free(c->raw);
+	free(c->names.p);
+	*c = (struct sym_collect){};
+}
+
+/* What c gathered into f: sorted, one per address, zero sizes filled in. */
+static int finish_symbols(struct sym_collect *c, struct elf_file *f)
+{
+	struct raw_sym *raw = c->raw;
+	size_t n = c->n, out = 0;
+
+	qsort_safe(raw, n, sizeof(*raw), cmp_raw_sym);
 	f->syms = malloc(MAX(n, (size_t)1) * sizeof(*f->syms));
 	f->max_end = malloc(MAX(n, (size_t)1) * sizeof(*f->max_end));
 	if (!f->syms || !f->max_end) {
-		r = -ENOMEM;
-		goto fail;
+		free(f->syms);
+		free(f->max_end);
+		f->syms = NULL;
+		f->max_end = NULL;
+		return -ENOMEM;
 	}
 	for (size_t i = 0; i < n; i++) {
 		const struct raw_sym *rs = &raw[i];
@@ -357,17 +394,69 @@ static int elf_load_symbols(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct el
 				end = MIN(end, raw[j].addr);
 			size = end > rs->addr && end != UINT64_MAX ? end - rs->addr : 0;
 		}
+		/* a hostile st_size must not wrap the end past the address space */
+		size = MIN(size, UINT64_MAX - rs->addr);
 		f->syms[out] = (struct elf_sym){ .addr = rs->addr, .size = size, .name = rs->name };
 		f->max_end[out] = MAX(out ? f->max_end[out - 1] : 0, rs->addr + size);
 		out++;
 	}
 	f->n_syms = out;
-	f->names_len = names.len;
-	f->names = strbuf_take(&names);
+	f->names_len = c->names.len;
+	f->names = strbuf_take(&c->names);
 	return 0;
-fail:
-	free(names.p);
+}
+
+/* Code symbols of one symbol table into f. */
+static int elf_load_symbols(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct elf_file *f)
+{
+	struct sym_collect c = {};
+	int r;
+
+	r = collect_symbols(e, scn, sh, &c);
+	if (r == 0)
+		r = finish_symbols(&c, f);
+	sym_collect_done(&c);
 	return r;
+}
+
+int elf_load_memory(void *mem, size_t len, Elf *bin, struct elf_file *f)
+{
+	struct sym_collect c = {};
+	Elf_Scn *scn = NULL;
+	size_t shnum;
+	GElf_Shdr sh;
+	Elf *e;
+	int r;
+
+	e = elf_memory(mem, len);
+	if (!e)
+		return -EBADMSG;
+	if (elf_kind(e) != ELF_K_ELF || elf_getshdrnum(e, &shnum) < 0)
+		r = -EBADMSG;
+	else if (shnum > ELF_SECTIONS_MAX)
+		r = -E2BIG;
+	else
+		r = (scn = elf_find_section(e, SHT_SYMTAB, &sh)) ? collect_symbols(e, scn, &sh, &c) : -ENOENT;
+	elf_end(e);
+	if (r == 0 && bin && (scn = elf_find_section(bin, SHT_DYNSYM, &sh)))
+		r = collect_symbols(bin, scn, &sh, &c);
+	if (r == 0)
+		r = finish_symbols(&c, f);
+	sym_collect_done(&c);
+	return r;
+}
+
+/* .dynsym and the MiniDebugInfo's .symtab (what .dynsym does not have) together. */
+static int elf_load_minidebug(Elf *bin, struct elf_file *f)
+{
+	_cleanup_free_ void *mem = NULL;
+	size_t len;
+	int r;
+
+	r = minidebug_read(bin, &mem, &len);
+	if (r < 0)
+		return r;
+	return elf_load_memory(mem, len, bin, f);
 }
 
 struct elf_file *vdso_load(void)
@@ -400,10 +489,9 @@ struct elf_file *vdso_load(void)
 	e = elf_memory(copy, size);
 	if (!e)
 		return NULL;
-	f = calloc(1, sizeof(*f));
+	f = elf_file_new();
 	if (!f)
 		goto out;
-	f->refs = 1;
 	elf_build_id(e, f->build_id);
 	f->err = elf_read_segments(e, f);
 	if (!f->err) {
@@ -411,36 +499,68 @@ struct elf_file *vdso_load(void)
 		if (!scn)
 			scn = elf_find_section(e, SHT_DYNSYM, &sh);
 		f->err = scn ? elf_load_symbols(e, scn, &sh, f) : -ENOENT;
+		f->cfi_err = elf_load_cfi(e, f);
 	}
 out:
 	elf_end(e);
 	return f;
 }
 
-int elf_load(const struct debug_search *ds, Elf *bin, struct elf_file *f)
+int elf_load_cfi(Elf *e, struct elf_file *f)
 {
+	int r = cfi_read(e, &f->cfi);
+
+	/* none, or not this machine's code: nothing that could have been read */
+	return r == -ENOENT || r == -EPROTONOSUPPORT ? 0 : r;
+}
+
+bool elf_has_dwarf(Elf *e)
+{
+	GElf_Shdr sh;
+	Elf_Scn *scn = elf_find_section_named(e, ".debug_info", &sh);
+
+	if (!scn)
+		scn = elf_find_section_named(e, ".zdebug_info", &sh);
+	return scn && sh.sh_type != SHT_NOBITS && sh.sh_size > 0;
+}
+
+int elf_load(const struct debug_search *ds, int bin_fd, Elf *bin, struct elf_file *f)
+{
+	bool bin_dwarf = elf_has_dwarf(bin);
+	Elf_Scn *scn, *dscn;
 	Elf *dbg = NULL;
 	int dbg_fd = -1, r;
-	Elf_Scn *scn;
-	GElf_Shdr sh;
+	GElf_Shdr sh, dsh;
 
 	r = elf_read_segments(bin, f);
 	if (r < 0)
 		return r;
+	if (bin_dwarf)
+		f->dwarf_fd = dwarf_keep_fd(bin_fd);
 	scn = elf_find_section(bin, SHT_SYMTAB, &sh);
-	if (scn)
-		return elf_load_symbols(bin, scn, &sh, f);
-	dbg = debug_find(ds, bin, f->build_id, &dbg_fd);
+	/* a debug file for the symbols, or for the DWARF the binary was stripped of */
+	if (!scn || !bin_dwarf)
+		dbg = debug_find(ds, bin, f->build_id, &dbg_fd);
 	if (dbg) {
-		scn = elf_find_section(dbg, SHT_SYMTAB, &sh);
-		r = scn ? elf_load_symbols(dbg, scn, &sh, f) : -ENOENT;
+		if (!bin_dwarf && elf_has_dwarf(dbg))
+			f->dwarf_fd = dwarf_keep_fd(dbg_fd);
+		r = -ENOENT;
+		if (!scn && (dscn = elf_find_section(dbg, SHT_SYMTAB, &dsh)))
+			r = elf_load_symbols(dbg, dscn, &dsh, f);
 		elf_end(dbg);
 		close(dbg_fd);
-		if (r == 0)
-			return 0;
-		if (r == -ENOMEM)
+		if (r == 0 || r == -ENOMEM)
 			return r;
 	}
+	if (scn)
+		return elf_load_symbols(bin, scn, &sh, f);
+	/* no symbol table: MiniDebugInfo with .dynsym, else .dynsym alone */
+	r = elf_load_minidebug(bin, f);
+	if (r == 0 || r == -ENOMEM)
+		return r;
+	if (r != -ENOENT)
+		f->minidebug_err = r;
+	f->no_symtab = true;
 	scn = elf_find_section(bin, SHT_DYNSYM, &sh);
 	if (scn)
 		return elf_load_symbols(bin, scn, &sh, f);

@@ -114,10 +114,26 @@ struct elf_file *elf_file_ref(struct elf_file *f)
 	return f;
 }
 
+struct elf_file *elf_file_new(void)
+{
+	struct elf_file *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return NULL;
+	f->refs = 1;
+	f->dwarf_fd = -1;
+	return f;
+}
+
 void elf_file_unref(struct file_cache *c, struct elf_file *f)
 {
 	if (!f || --f->refs)
 		return;
+	/* opened as it was read (in no list yet), or by lookups (in c's: only a cached file is resolved) */
+	dwarf_close(c ? &c->dwarf : NULL, f);
+	dwarf_drop_fd(f->dwarf_fd);
+	for (size_t i = 0; i < DEBUG_PACKAGES; i++)
+		free(f->debug_package[i]);
 	for (size_t i = 0; i < f->n_keys; i++)
 		cache_remove_key(c, f->keys[i]);
 	if (f->n_keys)
@@ -127,6 +143,7 @@ void elf_file_unref(struct file_cache *c, struct elf_file *f)
 	free(f->max_end);
 	free(f->names);
 	free(f->segs);
+	cfi_free(f->cfi);
 	free(f);
 }
 

@@ -8,12 +8,18 @@
  *   maps.c       /proc/PID/maps and NSpid; a process's mapping lists
  *   elf.c        one ELF file: its symbols, segments and build-id; the vDSO
  *   debuginfo.c  separate debug files: by build-id, by .gnu_debuglink
+ *   minidebug.c  MiniDebugInfo: the xz-compressed symbol table in .gnu_debugdata
+ *   dwarf.c      source file and line, and inlined frames, from DWARF (elfutils' libdw)
+ *   demangle.c   C++ and Rust names demangled (libiberty), bounded
+ *   cfi.c        a file's .eh_frame, copied into memory for the unwinder
+ *   unwind.c     user stacks unwound from CFI over a copy of the stack
+ *   debugpkg.c   the Debian package that would give a stripped file its symbols (dpkg's lists)
  *   filecache.c  ELF files shared by key (device and inode, build-id)
  *   jit.c        a process's perf map versions
  *   perfmap.c    the perf map parser (perfmap.h)
  *   kernel.c     kallsyms and /proc/modules
  *   procfile.c   opening files a watched process controls
- *   strbuf.c     the string tables names are kept in
+ *   strbuf.c     the string tables names are kept in, and the interned names of results
  */
 #ifndef HOSTPROF_SYMBOLIZE_INTERNAL_H
 #define HOSTPROF_SYMBOLIZE_INTERNAL_H
@@ -47,6 +53,41 @@
 #define ELF_SECTIONS_MAX 65536 /* files with more sections are not read */
 #define ELF_SMALL_MAX (1u << 20) /* larger notes, section name tables, debug links are not read */
 #define HUNG_MAX 64 /* files remembered as ones a read hung in */
+#ifndef MINIDEBUG_BYTES_MAX /* the fuzz targets set smaller ones */
+#define MINIDEBUG_BYTES_MAX (64u << 20) /* MiniDebugInfo decompressed past this is not used */
+#endif
+#define MINIDEBUG_NS (2 * NSEC_PER_SEC) /* nor one that takes longer to decompress */
+#ifndef DWARF_FILE_BYTES_MAX /* the fuzz targets set smaller ones */
+#define DWARF_FILE_BYTES_MAX (512ull << 20) /* debug sections (decompressed) of one file */
+#endif
+#ifndef DWARF_HELD_BYTES_MAX /* the fuzz targets set smaller ones */
+#define DWARF_HELD_BYTES_MAX (768ull << 20) /* of the files open at once; the least used go */
+#endif
+#define DWARF_FDS_MAX 512 /* files kept open for their DWARF, in all */
+/* a file's DWARF is opened as it is read when it comes to at most this, and the daemon then
+ * holds at most this of such files: its memory stays --memory-mb plus a small fixed part */
+#define DWARF_PREOPEN_FILE_MAX (8ull << 20)
+#define DWARF_PREOPEN_BYTES_MAX (8ull << 20)
+#define DWARF_UNITS_MAX (1u << 20) /* compilation units indexed per file (no .debug_aranges) */
+#define DWARF_RANGES_MAX (4u << 20) /* their address ranges, and the functions' */
+#define DWARF_DIES_MAX (16u << 20) /* DIEs looked at to index a file's functions */
+#define DWARF_BUDGET_NS (10 * NSEC_PER_SEC) /* CPU time for DWARF per process that resolves (a snapshot job) */
+#define NAMES_BYTES_MAX (64u << 20) /* demangled and interned names kept */
+#define DEMANGLE_IN_MAX 4096 /* longer mangled names are not demangled */
+#define DEMANGLE_OUT_MAX 1024 /* longer demangled names lose their parameters, then are cut */
+#ifndef CFI_BYTES_MAX /* the fuzz targets set smaller ones */
+#define CFI_BYTES_MAX (64u << 20) /* of one file's .eh_frame (and of its .eh_frame_hdr) */
+#endif
+/* CPU time of one unwind (15-35 us for 13 frames of python3.11; the first in a process
+ * costs more: libdw caches nothing yet). An ASan build runs it 6-8 times slower (134-200 us
+ * each), and its first unwind past 1 ms in 4 runs of 5: its budget is ten times as long. */
+#if defined(__SANITIZE_ADDRESS__)
+#define UNWIND_BUDGET_NS (10 * NSEC_PER_MSEC)
+#else
+#define UNWIND_BUDGET_NS (1 * NSEC_PER_MSEC)
+#endif
+#define DEBUGPKG_BYTES_MAX (256u << 20) /* of dpkg's file lists read per lookup */
+#define DEBUGPKG_NS NSEC_PER_SEC /* time for one lookup */
 
 /* ---- small helpers ---- */
 
@@ -59,6 +100,32 @@ struct strbuf {
 int64_t strbuf_add(struct strbuf *b, const char *s, size_t n, size_t max);
 /* Shrinks the buffer to its length and hands it over. */
 char *strbuf_take(struct strbuf *b);
+
+/* Strings that never move, in chunks, with a hash set to find one again. */
+struct name_chunk;
+
+struct name_entry {
+	uint64_t hash;
+	const char *key, *value;
+};
+
+struct name_table {
+	struct name_chunk *chunks;
+	size_t bytes; /* in the chunks */
+	struct name_entry *slots;
+	size_t n, cap;
+	uint64_t full; /* strings refused: the table reached NAMES_BYTES_MAX */
+};
+
+/* The value stored under key[0..n), or NULL. */
+const char *name_table_get(const struct name_table *t, const char *key, size_t n);
+/* Stores key[0..n) → value[0..vn) (value NULL: the key itself) and returns the stored value;
+ * NULL when the table is full or out of memory. */
+const char *name_table_put(struct name_table *t, const char *key, size_t n, const char *value, size_t vn);
+/* key[0..n) interned: its stored copy (NULL: full). */
+const char *name_intern(struct name_table *t, const char *key, size_t n);
+size_t name_table_bytes(const struct name_table *t);
+void name_table_done(struct name_table *t);
 
 #define FNV_OFFSET 0xcbf29ce484222325ULL
 
@@ -105,6 +172,10 @@ struct load_seg {
 };
 
 struct file_key;
+struct dwarf_handle;
+struct cfi;
+
+#define DEBUG_PACKAGES 2
 
 struct elf_file {
 	unsigned refs;
@@ -119,6 +190,14 @@ struct elf_file {
 	size_t n_segs;
 	struct file_key **keys; /* the cache keys that lead here */
 	size_t n_keys;
+	bool no_symtab; /* symbols from .dynsym alone, or none: a debug package would name more */
+	int minidebug_err; /* < 0: it has MiniDebugInfo that could not be read */
+	int dwarf_fd; /* the file with its DWARF (itself, or its debug file); -1: none */
+	struct dwarf_handle *dwarf; /* that DWARF, open in this process (dwarf.c); NULL: not yet */
+	int dwarf_err; /* < 0: it could not be read in this process; not tried again */
+	char *debug_package[DEBUG_PACKAGES]; /* Debian packages that would give it symbols, or NULL */
+	struct cfi *cfi; /* its .eh_frame for the unwinder; NULL: none */
+	int cfi_err; /* < 0: it has an .eh_frame that could not be read */
 };
 
 /* Where the debug files of one binary are looked for. */
@@ -131,6 +210,8 @@ struct debug_search {
 };
 
 /* elf.c */
+/* An empty file: one reference, no DWARF. NULL: no memory. */
+struct elf_file *elf_file_new(void);
 /* libelf's handle on fd when it is an ELF file within the caps: -EFBIG, -E2BIG, -ENOEXEC. */
 int elf_open(int fd, const struct stat *st, Elf **ret);
 size_t elf_file_bytes(const struct elf_file *f);
@@ -143,10 +224,33 @@ void elf_build_id(Elf *e, char ret[2 * BUILD_ID_MAX + 1]);
 /* The first section of the given type that has contents. */
 Elf_Scn *elf_find_section(Elf *e, uint32_t type, GElf_Shdr *ret);
 Elf_Scn *elf_find_section_named(Elf *e, const char *name, GElf_Shdr *ret);
-/* Symbols of the binary into f: its .symtab, else separate debug info's, else its .dynsym. */
-int elf_load(const struct debug_search *ds, Elf *bin, struct elf_file *f);
+/*
+ * Symbols of the binary (bin, read from bin_fd) into f: its .symtab, else its separate debug
+ * file's, else MiniDebugInfo's with its .dynsym, else its .dynsym; and where its DWARF is (the
+ * binary, else its debug file), kept open in f->dwarf_fd.
+ */
+int elf_load(const struct debug_search *ds, int bin_fd, Elf *bin, struct elf_file *f);
+/* e's .eh_frame into f->cfi for the unwinder; < 0 when it has one that could not be read. */
+int elf_load_cfi(Elf *e, struct elf_file *f);
+/* e has DWARF of its own (a .debug_info with contents). */
+bool elf_has_dwarf(Elf *e);
+/* The code symbols of the ELF file in mem[0..len) (a MiniDebugInfo) and of bin's .dynsym (bin may be NULL) into f. */
+int elf_load_memory(void *mem, size_t len, Elf *bin, struct elf_file *f);
 /* The daemon's own vDSO, copied and read: the kernel maps one image into every process. */
 struct elf_file *vdso_load(void);
+
+/* minidebug.c */
+/* data[0..n) (xz) decompressed into *ret (malloc'ed), within max_bytes and max_ns: -E2BIG, -ETIME, -EBADMSG. */
+int minidebug_decompress(const void *data, size_t n, uint64_t max_bytes, uint64_t max_ns, void **ret,
+			 size_t *ret_len);
+/* bin's .gnu_debugdata decompressed (an ELF file) into *ret, malloc'ed. -ENOENT: none. */
+int minidebug_read(Elf *bin, void **ret, size_t *ret_len);
+
+/* demangle.c */
+/* name demangled into buf (cap bytes, at least 16), bounded; 1: done, 0: not a name it knows. */
+int demangle(const char *name, char *buf, size_t cap);
+/* The demangled form of name, kept in t; NULL when it is not a mangled name (or t is full). */
+const char *demangle_cached(struct name_table *t, const char *name);
 
 /* debuginfo.c: the debug file of bin with a symbol table, and its fd; NULL if none. */
 Elf *debug_find(const struct debug_search *ds, Elf *bin, const char *build_id, int *ret_fd);
@@ -166,7 +270,17 @@ struct known_files {
 	const char **keys; /* sorted */
 };
 
+/* The DWARF files open in this process (dwarf.c), most recently used first. */
+struct dwarf_open {
+	struct dwarf_handle *head, *tail;
+	uint64_t bytes; /* what libdw holds of them, about */
+	pid_t pid; /* the process spent_ns is of */
+	uint64_t spent_ns;
+	uint64_t opened, failed, evicted, lookups, over_budget;
+};
+
 struct file_cache {
+	struct dwarf_open dwarf;
 	struct file_key **buckets;
 	size_t n_buckets, n_keys, n_files;
 	uint64_t gen; /* changes with every key put or removed */
@@ -193,6 +307,91 @@ int known_files_get(struct file_cache *c, struct known_files **ret);
 void known_files_unref(struct known_files *k);
 /* Thread-safe: k is never written once made. k may be NULL (nothing known). */
 bool known_files_has(const struct known_files *k, const char *key);
+
+/* dwarf.c */
+/* A copy of fd kept for a file's DWARF; -1 past DWARF_FDS_MAX open in all. */
+int dwarf_keep_fd(int fd);
+void dwarf_drop_fd(int fd);
+unsigned dwarf_fds_held(void);
+/* Closes f's DWARF if it is open: o is the list it is in, NULL when it is in none. */
+void dwarf_close(struct dwarf_open *o, struct elf_file *f);
+/*
+ * Opens f's DWARF where its file is read (the worker): 1 when it is open, 0 when it is left to
+ * the jobs (too large, or the daemon holds enough), -errno when it cannot be read (then it is
+ * not tried again). Touches no symbolizer state: dwarf_adopt() puts it in o on the loop thread.
+ */
+int dwarf_preopen(struct elf_file *f);
+void dwarf_adopt(struct dwarf_open *o, struct elf_file *f);
+/* What the files opened by dwarf_preopen() hold, in all; how many it could not open. */
+uint64_t dwarf_preopened_bytes(void);
+uint64_t dwarf_preopen_failed(void);
+/*
+ * File and line of vaddr in f, and the functions inlined there, into ret (names kept in
+ * names). 1: found; 0: f has no DWARF for it; -errno: its DWARF could not be read
+ * (-ETIME: this process's DWARF budget is spent).
+ */
+int dwarf_lookup(struct file_cache *c, struct name_table *names, struct elf_file *f, uint64_t vaddr,
+		 struct sym_result *ret);
+
+/* cfi.c */
+/* e's .eh_frame (and .eh_frame_hdr) copied and opened: -ENOENT none, -EFBIG over CFI_BYTES_MAX,
+ * -EPROTONOSUPPORT not this machine's code, -EBADMSG libdw refused it. */
+int cfi_read(Elf *e, struct cfi **ret);
+/* The same from the sections' bytes and addresses (hdr may be empty): for the fuzz target. */
+int cfi_build(const void *hdr, size_t hdr_len, uint64_t hdr_addr, const void *eh, size_t eh_len, uint64_t eh_addr,
+	      uint16_t machine, struct cfi **ret);
+struct Dwarf_CFI_s;
+struct Dwarf_Frame_s;
+struct Dwarf_CFI_s *cfi_handle(const struct cfi *c);
+/* libdw's frame state at vaddr, kept in c (the loop's thread only): 0, *ret c's own; 1,
+ * *ret the caller's to free (no memory for the cache); -ENOENT: no CFI covers vaddr. */
+int cfi_frame(struct cfi *c, uint64_t vaddr, struct Dwarf_Frame_s **ret);
+size_t cfi_bytes(const struct cfi *c);
+/* Its .eh_frame_hdr's table was checked and is used (else libdw searches .eh_frame). */
+bool cfi_indexed(const struct cfi *c);
+void cfi_free(struct cfi *c);
+
+/* unwind.c */
+#if defined(__aarch64__)
+#define UNWIND_ARCH_REGS 33
+#define UNWIND_PC 32
+#define UNWIND_SP 31
+#define UNWIND_FP 29
+#else
+#define UNWIND_ARCH_REGS 17
+#define UNWIND_PC 16
+#define UNWIND_SP 7
+#define UNWIND_FP 6
+#endif
+
+/* The copy of a stack: data[0..len) is the process's memory at base. */
+struct unwind_mem {
+	const unsigned char *data;
+	size_t len;
+	uint64_t base;
+};
+
+/*
+ * One frame: regs at a pc whose file address (the lookup address: the pc, or a return
+ * address less one) is vaddr, to the caller's, through cfi. UNWIND_DEPTH: a step made;
+ * UNWIND_END: no caller; else why not. *ret_signal: the caller's pc is exact.
+ */
+enum unwind_stop unwind_step_cfi(struct cfi *cfi, uint64_t vaddr, const struct unwind_mem *mem,
+				 struct unwind_regs *regs, bool *ret_signal);
+
+/* No CFI for the pc: the caller through the frame pointer, if it points into the copy above sp. */
+enum unwind_stop unwind_step_fp(const struct unwind_mem *mem, struct unwind_regs *regs);
+/* regs->r[regno] when it is known: -ENODATA when not. */
+int unwind_reg_get(const struct unwind_regs *r, uint64_t regno, uint64_t *ret);
+
+/* debugpkg.c */
+/*
+ * The Debian packages that would give the files at paths[0..n) their symbols, from dpkg's
+ * database under root_fd (-1: the daemon's root): the package each file belongs to, and
+ * the debug packages that name them, into ret[i][0..DEBUG_PACKAGES) (malloc'ed strings,
+ * NULL when none). Reads at most DEBUGPKG_BYTES_MAX, for at most DEBUGPKG_NS.
+ */
+int debugpkg_find(int root_fd, const char *const *paths, size_t n, char *(*ret)[DEBUG_PACKAGES]);
 
 /* ---- the process's view ---- */
 
@@ -259,9 +458,21 @@ struct symbolizer {
 	struct refresh *inflight; /* on the worker */
 	struct file_id hung[HUNG_MAX]; /* files a read hung in, newest at hung_next - 1 */
 	size_t n_hung, hung_next;
-	uint64_t resolved, unresolved, kernel_unresolved, elf_failed, perfmap_rejected;
+	struct name_table demangled; /* mangled name -> demangled ("": not mangled) */
+	struct name_table names; /* DWARF's file and function names */
+	uint64_t resolved, unresolved, kernel_unresolved, elf_failed, perfmap_rejected, minidebug_failed;
 	uint64_t refreshes, refresh_abandoned, refresh_rejected;
+	uint64_t unwinds, unwind_frames, unwind_fp_steps, unwind_stops[UNWIND_STOP_MAX];
+	uint64_t unwind_fp_kept; /* symbolizer_keep_fp: the frame-pointer walk kept */
+	uint64_t unwind_offcpu, unwind_offcpu_fp; /* symbolizer_count_offcpu */
+	uint64_t unwind_copies, unwind_copy_bytes; /* symbolizer_count_copy */
+	uint64_t budget, over_budget; /* symbolizer_set_budget */
 };
+
+/* The heap held by symbol tables, mappings and perf maps (symbolizer_info's bytes). */
+uint64_t symbolizer_bytes(const struct symbolizer *s);
+/* size more bytes would take s past its budget (counted in over_budget). */
+bool symbolizer_over_budget(struct symbolizer *s, uint64_t size);
 
 /* symbolize.c: the per-process table */
 struct proc *proc_find(struct symbolizer *s, uint32_t pid);

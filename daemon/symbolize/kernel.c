@@ -237,7 +237,7 @@ static int kernel_load(struct kernel *k)
 		free(names.p);
 		return 0;
 	}
-	qsort(syms, n, sizeof(*syms), cmp_ksym);
+	qsort_safe(syms, n, sizeof(*syms), cmp_ksym);
 	for (size_t i = 0; i < n; i++) {
 		struct ksym *ks = &syms[i];
 		const struct kmod *km = NULL;

@@ -158,7 +158,7 @@ static void normalize(struct perfmap *m)
 
 	if (!m->n)
 		return;
-	qsort(m->entries, m->n, sizeof(*m->entries), cmp_entry);
+	qsort_safe(m->entries, m->n, sizeof(*m->entries), cmp_entry);
 	for (i = 0; i < m->n; i++) {
 		if (i + 1 < m->n && m->entries[i + 1].start == m->entries[i].start) {
 			m->rejected++;

@@ -254,10 +254,11 @@ static int scan_mapping(struct refresh *rq, size_t i, int root_fd, bool same_roo
 	f = scan_find(rq, i, si->key, NULL);
 	if (f)
 		goto found;
-	f = calloc(1, sizeof(*f));
+	f = elf_file_new();
 	if (!f)
 		return -ENOMEM;
-	f->refs = 1;
+	/* reachable from rq while it is read: a snapshot job forked meanwhile finds it there */
+	si->file = f;
 	r = elf_open(fd, &ds.st, &e);
 	if (r < 0) {
 		f->err = r;
@@ -268,6 +269,7 @@ static int scan_mapping(struct refresh *rq, size_t i, int root_fd, bool same_roo
 			file_key_build_id(f->build_id, si->id_key);
 			if (known_files_has(rq->known, si->id_key)) {
 				elf_end(e);
+				si->file = NULL;
 				elf_file_unref(NULL, f);
 				si->state = SCAN_CACHED;
 				return 0;
@@ -276,25 +278,61 @@ static int scan_mapping(struct refresh *rq, size_t i, int root_fd, bool same_roo
 			shared = scan_find(rq, i, NULL, f->build_id);
 			if (shared) {
 				elf_end(e);
+				si->file = NULL;
 				elf_file_unref(NULL, f);
 				f = shared;
 				goto found;
 			}
 		}
-		f->err = elf_load(&ds, e, f);
+		f->err = elf_load(&ds, fd, e, f);
+		if (f->err != -ENOMEM && f->n_segs)
+			f->cfi_err = elf_load_cfi(e, f); /* a stripped file unwinds all the same */
 		elf_end(e);
+		(void)dwarf_preopen(f); /* so that snapshot jobs inherit it open */
 	}
 	if (f->err == -ENOMEM) {
+		si->file = NULL;
 		elf_file_unref(NULL, f);
 		return -ENOMEM;
 	}
-	si->file = f;
 	si->state = SCAN_READ;
 	return 0;
 found:
 	si->file = elf_file_ref(f);
 	si->state = SCAN_READ;
 	return 0;
+}
+
+/* The debug packages of the files read now that have no symbol table: one pass over dpkg's lists. */
+static void scan_debug_packages(struct refresh *rq, int root_fd, bool same_root)
+{
+	_cleanup_free_ const char **paths = calloc(MAX(rq->n_maps, (size_t)1), sizeof(*paths));
+	_cleanup_free_ struct elf_file **files = calloc(MAX(rq->n_maps, (size_t)1), sizeof(*files));
+	_cleanup_free_ char *(*pkgs)[DEBUG_PACKAGES] = NULL;
+	size_t n = 0;
+
+	if (!paths || !files)
+		return;
+	for (size_t i = 0; i < rq->n_maps; i++) {
+		struct elf_file *f = rq->info[i].file;
+		bool seen = false;
+
+		if (rq->info[i].state != SCAN_READ || !f->no_symtab || f->debug_package[0])
+			continue;
+		for (size_t j = 0; j < n && !seen; j++)
+			seen = files[j] == f;
+		if (seen)
+			continue;
+		files[n] = f;
+		paths[n++] = rq->maps[i].path;
+	}
+	if (!n)
+		return;
+	pkgs = calloc(n, sizeof(*pkgs));
+	if (!pkgs || debugpkg_find(same_root ? -1 : root_fd, paths, n, pkgs) < 0)
+		return;
+	for (size_t i = 0; i < n; i++)
+		memcpy(files[i]->debug_package, pkgs[i], sizeof(pkgs[i]));
 }
 
 static void scan(struct refresh *rq)
@@ -352,6 +390,7 @@ static void scan(struct refresh *rq)
 	rq->at = rq->n_maps;
 	if (stop || root_fd < 0)
 		return;
+	scan_debug_packages(rq, root_fd, same_root);
 	/* the version read last is of this process, not of one before it under this pid */
 	if (rq->prev_jit && rq->prev_start_time == rq->start_time && rq->prev_nspid == rq->nspid)
 		prev_jit = &rq->prev_jit_st;
@@ -406,8 +445,12 @@ static bool apply_file(struct symbolizer *s, const struct scan_info *si, struct 
 		if (!f) {
 			/* new to the cache (another refresh may have brought it meanwhile) */
 			f = si->file;
+			if (symbolizer_over_budget(s, elf_file_bytes(f)))
+				return true; /* module and offset only */
 			if (f->err)
 				s->elf_failed++;
+			if (f->minidebug_err)
+				s->minidebug_failed++;
 			r = cache_put_file(&s->cache, keys, 2, f);
 			if (r < 0) {
 				*err = r;
@@ -491,7 +534,8 @@ static int apply(struct symbolizer *s, struct refresh *rq, bool *ret_again)
 	/* the scan's own references: what a mapping took stays, the rest goes */
 	for (size_t i = 0; i < p->n_maps; i++)
 		elf_file_unref(&s->cache, TAKE_PTR(rq->info[i].file));
-	if (rq->jit_read && (r = proc_add_perfmap(s, p, &rq->jit, &rq->jit_st)) < 0)
+	if (rq->jit_read && !symbolizer_over_budget(s, perfmap_bytes(&rq->jit)) &&
+	    (r = proc_add_perfmap(s, p, &rq->jit, &rq->jit_st)) < 0)
 		err = r;
 	p->jit_checked_ns = now_mono_ns();
 	*ret_again = again;

@@ -22,7 +22,7 @@ o0=$!
 bg_pids+=("$r0" "$r1" "$o0")
 start_daemon --watch-thread "nomatch$$" --pid "$r0" --pid "$o0"
 d1=$daemon_pid
-"$HOSTPROFD" --config /dev/null --socket "$sock2" --watch-thread "nomatch$$" --pid "$r1" >"$tmp/daemon2.log" 2>&1 &
+"$HOSTPROFD" --config /dev/null --socket "$sock2" --metrics-dir none --watch-thread "nomatch$$" --pid "$r1" >"$tmp/daemon2.log" 2>&1 &
 d2=$!
 bg_pids+=("$d2")
 for _ in $(seq 100); do "$HOSTPROFCTL" --socket "$sock2" status >/dev/null 2>&1 && break; sleep 0.1; done

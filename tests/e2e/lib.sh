@@ -22,7 +22,13 @@ trap cleanup EXIT
 skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 ok() { echo "ok: $*"; }
-finish() { [ $fails -eq 0 ] && { echo "all checks passed"; exit 0; }; echo "$fails checks failed" >&2; exit 1; }
+finish() {
+	[ $fails -eq 0 ] && { echo "all checks passed"; exit 0; }
+	echo "$fails checks failed" >&2
+	# the daemon's own words, for a failure seen where no one can rerun it (tests/kernel)
+	[ -s "${tmp:-}/daemon.log" ] && { echo "--- daemon log (last 30 lines):" >&2; tail -30 "$tmp/daemon.log" >&2; }
+	exit 1
+}
 
 require_root() { [ "$(id -u)" = 0 ] || skip "needs root (BPF)"; [ -r /sys/kernel/btf/vmlinux ] || skip "no BTF"; }
 
@@ -43,10 +49,12 @@ expect_match() {
 
 # start_daemon [FLAGS...]: starts hostprofd and waits until it answers
 start_daemon() {
-	"$HOSTPROFD" --config /dev/null --socket "$sock" "$@" >"$tmp/daemon.log" 2>&1 &
+	# no metrics file but where a test asks for one (node_exporter's directory may exist here)
+	"$HOSTPROFD" --config /dev/null --socket "$sock" --metrics-dir none "$@" >"$tmp/daemon.log" 2>&1 &
 	daemon_pid=$!
 	for _ in $(seq 100); do
-		"$HOSTPROFCTL" --socket "$sock" status >/dev/null 2>&1 && return 0
+		# this daemon's answer, not one left running on the same socket
+		"$HOSTPROFCTL" --socket "$sock" status --json 2>/dev/null | grep -q "\"pid\": *$daemon_pid[,}]" && return 0
 		kill -0 "$daemon_pid" 2>/dev/null || break
 		sleep 0.1
 	done

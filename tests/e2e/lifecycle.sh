@@ -7,7 +7,7 @@ require_root
 base=$(our_progs)
 sleep 60 & sleeper=$!; bg_pids+=("$sleeper")
 printf 'watch_threads = foo\npids = %s\n' "$sleeper" >"$tmp/hostprofd.conf"
-"$HOSTPROFD" --config "$tmp/hostprofd.conf" --socket "$sock" >"$tmp/daemon.log" 2>&1 &
+"$HOSTPROFD" --config "$tmp/hostprofd.conf" --socket "$sock" --metrics-dir none >"$tmp/daemon.log" 2>&1 &
 daemon_pid=$!
 for _ in $(seq 100); do ctl status >/dev/null 2>&1 && break; sleep 0.1; done
 

@@ -5,7 +5,7 @@
 fixture=$SRCDIR/tests/fixtures/stall.hps
 
 expect_rc 0 "report FILE" -- "$HOSTPROFCTL" report "$fixture"
-expect_match "^worst stall: acl_thread \(tid 101\) waited 30.0 ms.*preempted by hog \(pid 200" "the first line names hog"
+expect_match "^acl_thread lost 89 ms of 1.0 s \(8.9%\): CPU taken by realtime task hog \(pid 200" "the first line names hog"
 expect_rc 0 "report --json FILE" -- "$HOSTPROFCTL" --json report "$fixture"
 jq -e . >/dev/null <<<"$out" && ok "report --json is JSON" || fail "report --json: $out"
 cd "$tmp" || exit 1

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
 # hostprofd under valgrind's memcheck for one ordinary session: start, watch a shell that
-# sleeps in a loop (so its children are followed too), status, a snapshot, SIGTERM.
+# sleeps in a loop (so its children are followed too), status, the metrics (the file
+# every second, and hostprofctl metrics), a snapshot, SIGTERM.
 # Any memcheck error or definite leak, in the daemon or in the child a snapshot job
 # forks, fails the test. What valgrind 3.19 misjudges is suppressed in
 # tests/valgrind.supp, each entry saying why.
@@ -15,11 +16,12 @@ fi
 bash -c 'while :; do sleep 0.02; done' &
 loop_pid=$!
 bg_pids+=("$loop_pid")
+mkdir "$tmp/metrics"
 
 # one log per process: the daemon's, and one per forked snapshot job
 valgrind --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=99 --num-callers=30 \
 	--suppressions="$SRCDIR/tests/valgrind.supp" --log-file="$tmp/valgrind.%p.log" \
-	"$HOSTPROFD" --config /dev/null --socket "$sock" --pid "$loop_pid" >"$tmp/daemon.log" 2>&1 &
+	"$HOSTPROFD" --config /dev/null --socket "$sock" --metrics-dir "$tmp/metrics" --metrics-interval 1s --pid "$loop_pid" >"$tmp/daemon.log" 2>&1 &
 daemon_pid=$!
 vglog=$tmp/valgrind.$daemon_pid.log
 
@@ -40,6 +42,11 @@ ok "hostprofd answers under valgrind"
 sleep 1 # some switches, forks and exits of the loop's sleeps
 expect_rc 0 "status" -- ctl status
 expect_match "^$loop_pid +bash " "status lists the watched shell"
+expect_rc 0 "metrics" -- ctl metrics
+expect_match "^hostprof_process_events_total\\{pid=\"$loop_pid\"" "metrics have the watched shell"
+sleep 1.5
+grep -q "^hostprof_process_events_total{pid=\"$loop_pid\"" "$tmp/metrics/hostprofd.prom" 2>/dev/null \
+	&& ok "the metrics file has it" || fail "no metrics file with the shell: $(ls "$tmp/metrics")"
 expect_rc 0 "snapshot of the watched shell" -- ctl snapshot --pid "$loop_pid" -o "$tmp/s.pftrace"
 [ -s "$tmp/s.pftrace" ] && ok "snapshot written" || fail "no snapshot file"
 expect_rc 1 "snapshot of a pid that is not watched" -- ctl snapshot --pid 1

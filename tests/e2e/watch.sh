@@ -61,6 +61,45 @@ expect_rc 0 "status after unwatch" -- ctl status --json
 [ "$(jq ".processes[] | select(.pid == $target) | .why" <<<"$out")" = '"unwatched"' ] && ok "listed as unwatched" || fail "$out"
 expect_rc 0 "its snapshot still works" -- ctl snapshot --pid "$target" -o "$tmp/t.pftrace"
 
+# take_pid PID COMMAND...: runs COMMAND in the background as pid PID (ns_last_pid), sets
+# $taken to its pid, or empty when the kernel handed out another one 3 times
+take_pid() {
+	local want=$1 p
+	shift
+	taken=
+	for _ in 1 2 3; do
+		echo $((want - 1)) >/proc/sys/kernel/ns_last_pid 2>/dev/null || return 0
+		"$@" & p=$!
+		if [ "$p" = "$want" ]; then taken=$p; bg_pids+=("$p"); return 0; fi
+		kill "$p" 2>/dev/null
+	done
+}
+
+# a pid reused at once (before the daemon's next look) is not recorded as its old holder:
+# nobody's process exits, root's takes its pid and runs; nobody's history has none of it
+cp "$SLEEPER" "$tmp/pidreuser"
+mkdir "$tmp/nobody" && chown nobody "$tmp/nobody"
+setpriv --reuid=nobody --regid=nogroup --clear-groups sleep 60 & old=$!; bg_pids+=("$old")
+sleep 0.2
+expect_rc 0 "nobody watches its process" -- as_user "$HOSTPROFCTL" --socket "$sock" watch --pid "$old"
+sleep 0.2
+kill "$old"; wait "$old" 2>/dev/null
+take_pid "$old" "$tmp/pidreuser" 100 2 <<<go >/dev/null
+if [ -n "$taken" ]; then
+	wait "$taken"
+	sleep 1.3 # the daemon's next look
+	expect_rc 0 "status" -- ctl status --json
+	[ "$(jq -r "[.processes[] | select(.pid == $old)] | map(.comm) | join(\",\")" <<<"$out")" = sleep ] \
+		&& ok "pid $old is its first holder only (sleep)" || fail "$(jq -c "[.processes[] | select(.pid == $old)]" <<<"$out")"
+	expect_rc 0 "nobody's snapshot of its exited process" -- \
+		as_user "$HOSTPROFCTL" --socket "$sock" snapshot --pid "$old" -o "$tmp/nobody/old.pftrace"
+	n=$(perfetto_sched "$tmp/nobody/old.pftrace" | awk -v p="$old" '$1 == "switch" && (($4 == p && $5 == "pidreuser") || ($8 == p && $9 == "pidreuser")) { n++ } END { print n + 0 }')
+	[ "$n" = 0 ] && ok "none of the new holder's switches in it" || fail "$n switches of root's pidreuser (pid $old) in nobody's history"
+	grep -q "pid $old (sleep) exited" "$tmp/daemon.log" && ok "the exit was seen in the drain" || fail "$(grep "pid $old" "$tmp/daemon.log")"
+else
+	echo "note: could not get pid $old again (ns_last_pid), quick reuse not checked"
+fi
+
 # a reused pid is a new process: ns_last_pid makes the kernel hand out the same pid again
 sleep 60 & first=$!; bg_pids+=("$first")
 expect_rc 0 "watch the first holder of a pid" -- ctl watch --pid "$first"

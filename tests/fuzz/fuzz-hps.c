@@ -7,7 +7,8 @@
  * hps_unpack() must reject or accept without crashing, and every exporter of lib/export.h
  * that this build has (build.sh defines HAVE_<NAME> for each) must handle whatever
  * hps_unpack() accepted: they write to /dev/null, and any return value is fine as long
- * as nothing crashes, leaks or reads out of bounds.
+ * as nothing crashes, leaks or reads out of bounds. The cross-node report and the merge
+ * (merge.h) get the snapshot twice, the second copy as another host's.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,9 @@
 
 #include "export.h"
 #include "hps.h"
+#if defined(HAVE_SNAPSHOT_MERGE_PERFETTO) || defined(HAVE_SNAPSHOT_REPORT_NODES)
+#include "merge.h"
+#endif
 
 static FILE *devnull;
 
@@ -57,6 +61,37 @@ static void export_all(const Hostprof__Snapshot *snap)
 	clearerr(devnull);
 }
 
+/* The snapshot and another copy of it as host "fuzz-other": report_nodes, then merge. */
+static void merge_both(const uint8_t *p, size_t n, Hostprof__Snapshot *snap)
+{
+#if defined(HAVE_SNAPSHOT_MERGE_PERFETTO) || defined(HAVE_SNAPSHOT_REPORT_NODES)
+	Hostprof__Snapshot *other = NULL, *both[2];
+	struct merge_check check;
+	char *host = NULL;
+
+	if (hps_unpack(p, n, &other) < 0)
+		return;
+	if (other->host) {
+		host = other->host->hostname;
+		other->host->hostname = "fuzz-other";
+	}
+	both[0] = snap;
+	both[1] = other;
+#ifdef HAVE_SNAPSHOT_REPORT_NODES
+	(void)snapshot_report_nodes(both, 2, false, devnull, &check);
+	(void)snapshot_report_nodes(both, 2, true, devnull, &check);
+#endif
+#ifdef HAVE_SNAPSHOT_MERGE_PERFETTO
+	(void)snapshot_merge_perfetto(both, 2, devnull, &check); /* shifts both: last */
+#endif
+	if (other->host)
+		other->host->hostname = host;
+	hps_free(other);
+	fflush(devnull);
+	clearerr(devnull);
+#endif
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	Hostprof__Snapshot *snap = NULL;
@@ -85,6 +120,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (hps_unpack(p, n, &snap) == 0) {
 		export_all(snap);
+		merge_both(p, n, snap);
 		hps_free(snap);
 	}
 	free(buf);

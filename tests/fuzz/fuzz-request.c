@@ -161,6 +161,9 @@ static void check_response(struct session *s, const Hostprof__Response *resp)
 	case HOSTPROF__RESPONSE__BODY_ACK:
 	case HOSTPROF__RESPONSE__BODY_SNAPSHOT_LIST:
 		break;
+	case HOSTPROF__RESPONSE__BODY_METRICS:
+		CHECK(resp->metrics);
+		break;
 	default:
 		CHECK(!"a response with no body");
 	}

@@ -45,6 +45,12 @@ int main(void)
 	P("is_id", offsetof(PyInterpreterState, id));
 	P("gil_holder", offsetof(struct _gil_runtime_state, last_holder));
 	P("gil_locked", offsetof(struct _gil_runtime_state, locked));
+	P("gil_switch_number", offsetof(struct _gil_runtime_state, switch_number));
+	P("gil_cond", offsetof(struct _gil_runtime_state, cond));
+	P("gil_mutex", offsetof(struct _gil_runtime_state, mutex));
+	P("gil_switch_cond", offsetof(struct _gil_runtime_state, switch_cond));
+	P("gil_switch_mutex", offsetof(struct _gil_runtime_state, switch_mutex));
+	P("gil_size", sizeof(struct _gil_runtime_state));
 	P("ts_next", offsetof(PyThreadState, next));
 	P("ts_interp", offsetof(PyThreadState, interp));
 #if PY_VERSION_HEX < 0x030b0000

@@ -24,6 +24,12 @@ int main(int argc, char **argv)
 	P(is_id);
 	P(gil_holder);
 	P(gil_locked);
+	P(gil_switch_number);
+	P(gil_cond);
+	P(gil_mutex);
+	P(gil_switch_cond);
+	P(gil_switch_mutex);
+	P(gil_size);
 	P(ts_next);
 	P(ts_interp);
 	P(ts_frame);

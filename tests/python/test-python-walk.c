@@ -27,6 +27,7 @@
 
 #include "../unit/check.h"
 #include "macro.h"
+#include "hostprof.h"
 #include "python/internal.h"
 #include "worker.h"
 
@@ -494,6 +495,123 @@ static void test_reused(void)
 	py_code_cache_done(&c);
 }
 
+/* ---- the kernel walk's pairs (bpfwalk.c), as bpf/python.bpf.h hands them over ---- */
+
+struct pairs_ctx {
+	struct py_code_cache *c;
+	struct py_mem *m;
+};
+
+static int pairs_lookup(void *ud, uint64_t addr, struct py_code **ret, const char **why)
+{
+	struct pairs_ctx *p = ud;
+	uint8_t head[PY_HEAD_MAX];
+	int r = py_mem_read(p->m, addr, head, tg.off.co_size);
+
+	if (r < 0) {
+		*why = "unreadable";
+		return -EBADMSG;
+	}
+	r = py_code_get(p->c, p->m, &tg, addr, head, ret);
+	if (r < 0)
+		*why = "not code";
+	return r < 0 ? -EBADMSG : 0;
+}
+
+/* What the kernel reads of a frame made by make_frame: (code, instruction word). */
+static void frame_pair(uint64_t f, uint64_t *pair)
+{
+	const struct py_offsets *o = &tg.off;
+	uint32_t v32;
+	uint64_t v;
+
+	memcpy(&pair[0], fk.mem + (f + o->fr_code - FAKE_BASE), 8);
+	if (o->frames == PY_FRAMES_OBJECT) {
+		memcpy(&v32, fk.mem + (f + o->fr_instr - FAKE_BASE), 4);
+		pair[1] = v32;
+		return;
+	}
+	memcpy(&v, fk.mem + (f + o->fr_instr - FAKE_BASE), 8);
+	pair[1] = (v & HP_PY_INSTR_MASK) | (uint64_t)(fk.mem[f + o->fr_owner - FAKE_BASE] & 0x7f) << 56;
+	if (o->fr_is_entry >= 0 && fk.mem[f + o->fr_is_entry - FAKE_BASE])
+		pair[1] |= HP_PY_INSTR_ENTRY;
+}
+
+/* The frames from f outwards as the kernel's pairs, innermost first: how many. */
+static size_t chain_pairs(uint64_t f, uint64_t *pairs, size_t max)
+{
+	size_t n = 0;
+
+	for (; f && n < max; n++) {
+		frame_pair(f, &pairs[2 * n]);
+		memcpy(&f, fk.mem + (f + tg.off.fr_back - FAKE_BASE), 8);
+	}
+	return n;
+}
+
+static void test_pairs(unsigned minor)
+{
+	struct py_code_cache c = {};
+	struct py_mem m;
+	struct pairs_ctx pc = { .c = &c, .m = &m };
+	struct py_stack_frame out[HP_PY_MAX_FRAMES];
+	uint64_t pairs[2 * HP_PY_MAX_FRAMES], codes[3];
+	const char *why = NULL;
+	size_t n, k;
+	int r;
+
+	fake_reset(minor);
+	m = mem(0);
+	memset(&counts, 0, sizeof(counts));
+	n = chain_pairs(chain(codes), pairs, HP_PY_MAX_FRAMES);
+	r = py_stack_from_pairs(&tg, pairs_lookup, &pc, pairs, n, out, &k, &why);
+	CHECKF(r == 0 && k == 3, "3.%u: %d, %zu frames, %s", minor, r, k, why ? why : "");
+	if (r == 0 && k == 3) {
+		CHECK_STR(out[0].function, "inner");
+		CHECK_STR(out[1].function, "middle");
+		CHECK_STR(out[2].function, minor >= 11 ? "Trainer.outer" : "outer");
+		CHECK_STR(out[0].file, FILE_PY);
+		CHECK_EQ_U64(out[0].line, 31);
+		CHECK_EQ_U64(out[1].line, 23);
+		CHECK_EQ_U64(out[2].line, 15);
+		CHECK_EQ_U64(out[0].code, codes[0]);
+		/* the same eval entries as the walk from memory */
+		if (minor <= 10)
+			CHECK(out[0].eval_entry && out[2].eval_entry);
+		if (minor >= 12)
+			CHECK(out[1].eval_entry && !out[0].eval_entry);
+		py_stack_frames_free(out, k);
+	}
+	/* a pair that points nowhere, or at what is not a code object: none of it is trusted */
+	pairs[2] = 0x10;
+	CHECK_EQ_INT(py_stack_from_pairs(&tg, pairs_lookup, &pc, pairs, n, out, &k, &why), -EBADMSG);
+	CHECK_EQ_U64(k, 0);
+	pairs[2] = tg.bytes_type;
+	CHECK_EQ_INT(py_stack_from_pairs(&tg, pairs_lookup, &pc, pairs, n, out, &k, &why), -EBADMSG);
+	CHECK_EQ_U64(k, 0);
+	/* a code object freed and another made at its address: the new one's name, never the old */
+	n = chain_pairs(chain(codes), pairs, HP_PY_MAX_FRAMES);
+	CHECK_EQ_INT(py_stack_from_pairs(&tg, pairs_lookup, &pc, pairs, n, out, &k, &why), 0);
+	py_stack_frames_free(out, k);
+	make_code_at(codes[0], "other", "Other.method", "/srv/other.py", 300);
+	r = py_stack_from_pairs(&tg, pairs_lookup, &pc, pairs, n, out, &k, &why);
+	CHECKF(r == 0 && k == 3, "3.%u reused: %d, %zu", minor, r, k);
+	if (r == 0 && k) {
+		CHECK_STR(out[0].function, minor >= 11 ? "Other.method" : "other");
+		CHECK_EQ_U64(out[0].line, 301);
+		py_stack_frames_free(out, k);
+	}
+	/* an instruction outside its code (3.11+): the frame, its line not known */
+	if (minor >= 11) {
+		pairs[1] = (pairs[1] & ~HP_PY_INSTR_MASK) | ((codes[0] + (1u << 20)) & HP_PY_INSTR_MASK);
+		r = py_stack_from_pairs(&tg, pairs_lookup, &pc, pairs, n, out, &k, &why);
+		CHECK(r == 0 && k == 3 && out[0].line == 0);
+		if (r == 0)
+			py_stack_frames_free(out, k);
+	}
+	py_code_cache_done(&c);
+}
+
 static void test_bounds(void)
 {
 	struct py_code_cache c = {};
@@ -676,9 +794,12 @@ static void test_versions(void)
 	CHECK(!memcmp(&o, py_offsets_for(13), sizeof(o)));
 	/* free-threaded, or another version than the binary's: refused */
 	debug_offsets(raw, &o, 0x030d00f0);
+	CHECK(!py_debug_free_threaded(raw, sizeof(raw)));
 	v = 1;
 	memcpy(raw + 16, &v, 8);
 	CHECK_EQ_INT(py_offsets_from_debug(raw, sizeof(raw), 0x030d00f0, &o, note, sizeof(note)), -EPROTO);
+	CHECK(py_debug_free_threaded(raw, sizeof(raw))); /* the GIL table says: no GIL */
+	CHECK(!py_debug_free_threaded(raw, sizeof(raw) - 1));
 	debug_offsets(raw, &o, 0x030c00f0);
 	CHECK_EQ_INT(py_offsets_from_debug(raw, sizeof(raw), 0x030d00f0, &o, note, sizeof(note)), -EPROTO);
 	/* no cookie: the table alone */
@@ -781,6 +902,8 @@ int main(void)
 {
 	for (unsigned minor = 8; minor <= 13; minor++)
 		test_chain(minor);
+	for (unsigned minor = 8; minor <= 13; minor++)
+		test_pairs(minor);
 	test_loops();
 	test_nowhere();
 	test_reused();

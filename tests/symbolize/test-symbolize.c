@@ -355,6 +355,54 @@ static int test_user(void)
 }
 
 /*
+ * symbolizer_mb: a file that would take the symbolizer past its budget is not kept (its
+ * frames stay module and offset, counted); a budget of exactly what the process needs
+ * keeps everything.
+ */
+static int test_budget(void)
+{
+	struct symbolizer *tiny = new_symbolizer(NULL), *free_s = new_symbolizer(NULL), *exact;
+	struct symbolizer_info info;
+	char exe_real[PATH_MAX];
+	struct child c;
+	int ret;
+
+	if (!realpath(child_exe, exe_real))
+		return 1;
+	if (child_start(child_exe, false, &c) < 0)
+		return 1;
+	symbolizer_set_budget(tiny, 1);
+	ret = symbolizer_refresh_process(tiny, c.pid);
+	CHECKF(ret == 0, "refresh: %s", strerror(-ret));
+	expect_unresolved(tiny, c.pid, c.main, exe_real);
+	expect_unresolved(tiny, c.pid, c.lib, "/libhpsymtest.so");
+	symbolizer_info(tiny, &info);
+	CHECKF(info.over_budget >= 3, "over_budget %" PRIu64 ", want the executable, the library and libc",
+	       info.over_budget);
+	CHECK_EQ_U64(info.budget, 1);
+	CHECK_EQ_U64(info.elf_files, 0);
+
+	ret = symbolizer_refresh_process(free_s, c.pid);
+	CHECKF(ret == 0, "refresh: %s", strerror(-ret));
+	symbolizer_info(free_s, &info);
+	CHECK_EQ_U64(info.over_budget, 0);
+	exact = new_symbolizer(NULL);
+	symbolizer_set_budget(exact, info.bytes);
+	printf("the child needs %" PRIu64 " bytes of symbols and mappings\n", info.bytes);
+	ret = symbolizer_refresh_process(exact, c.pid);
+	CHECKF(ret == 0, "refresh: %s", strerror(-ret));
+	expect_fn(exact, c.pid, c.main, "hpsym_main_target", 0, exe_real);
+	expect_fn(exact, c.pid, c.lib, "hpsym_lib_target", 0, "/libhpsymtest.so");
+	symbolizer_info(exact, &info);
+	CHECK_EQ_U64(info.over_budget, 0);
+	child_stop(&c);
+	symbolizer_free(tiny);
+	symbolizer_free(free_s);
+	symbolizer_free(exact);
+	return check_summary();
+}
+
+/*
  * Files are read once: a second process of the same binary adds no file; one that maps a
  * copy of the library (another inode, the same build-id) shares its table. References
  * keep the tables until the last process that maps them is forgotten.
@@ -1210,6 +1258,8 @@ int main(int argc, char **argv)
 		return test_elf_caps();
 	if (!strcmp(test, "async"))
 		return test_async();
+	if (!strcmp(test, "budget"))
+		return test_budget();
 	if (!strcmp(test, "bench"))
 		return bench();
 	fprintf(stderr, "unknown test %s\n", test);

@@ -48,7 +48,7 @@ expect_completion() {
 
 formats='all folded hps json perfetto pprof report report-json svg'
 comp_path=$tmp/bin:$PATH # the PATH the completion runs with
-expect_completion "export fetch report snapshot snapshots status unwatch watch" ""
+expect_completion "export fetch merge metrics report snapshot snapshots status unwatch watch" ""
 expect_completion "snapshot snapshots" sn
 expect_completion "--help --json --socket --version" --
 expect_completion "status" --socket /run/x.sock st
@@ -73,7 +73,9 @@ cd "$tmp/files" || exit 1
 expect_completion "a.hps b.hps sub" report ""
 expect_completion "a.hps b.hps sub" export ""
 expect_completion "notes.txt" export a.hps -o no
-expect_completion "" report a.hps ""
+expect_completion "a.hps b.hps sub" report a.hps "" # report and merge take many
+expect_completion "a.hps b.hps sub" merge a.hps ""
+expect_completion "" export a.hps ""
 
 comp_path=$tmp/nojq # the stub, and no jq
 : >"$tmp/stub.log"

@@ -16,7 +16,7 @@ run_notified() {
 	local listener=$!
 	bg_pids+=("$listener")
 	for _ in $(seq 50); do grep -q listening "$out" && break; sleep 0.1; done
-	env NOTIFY_SOCKET="$tmp/notify" "$@" "$HOSTPROFD" --config /dev/null --socket "$sock" --trigger none \
+	env NOTIFY_SOCKET="$tmp/notify" "$@" "$HOSTPROFD" --config /dev/null --socket "$sock" --metrics-dir none --trigger none \
 		--watch-thread none --snapshot-dir "$tmp/snaps" >"$tmp/$label.log" 2>&1 &
 	daemon_pid=$!
 	pid=$daemon_pid

@@ -9,7 +9,7 @@ require_root
 command -v systemd-socket-activate >/dev/null || skip "no systemd-socket-activate (apt-get install systemd)"
 
 base=$(our_progs)
-systemd-socket-activate -l "$sock" "$HOSTPROFD" --config /dev/null --trigger none \
+systemd-socket-activate -l "$sock" "$HOSTPROFD" --config /dev/null --metrics-dir none --trigger none \
 	--watch-thread none --snapshot-dir "$tmp/snaps" >"$tmp/daemon.log" 2>&1 &
 daemon_pid=$! # systemd-socket-activate execs hostprofd: the same pid
 for _ in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done

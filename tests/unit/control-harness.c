@@ -21,6 +21,7 @@
 #include "macro.h"
 #include "recorder.h"
 #include "snapjob.h"
+#include "metrics.h"
 #include "snapstore.h"
 #include "snapsvc.h"
 #include "trigger.h"
@@ -171,7 +172,16 @@ int harness_start(struct harness *h, const char *fixture)
 		r = triggers_configure(h->triggers, defs, ARRAY_SIZE(defs), 0);
 	if (r < 0)
 		return FAIL(r, "setting up the fakes: %s", strerror(-r));
+	h->metrics = metrics_new(&(struct metrics_deps){ .recorder = h->recorder,
+							 .snapsvc = h->snapsvc,
+							 .snapstore = h->snapstore,
+							 .triggers = h->triggers,
+							 .settings = &h->settings,
+							 .interference_missing = HARNESS_INTF_MISSING });
+	if (!h->metrics)
+		return FAIL(-ENOMEM, "out of memory");
 	deps = (struct control_deps){
+		.metrics = h->metrics,
 		.loop = h->loop,
 		.recorder = h->recorder,
 		.watch = h->watch,
@@ -202,6 +212,7 @@ static int remove_one(const char *path, const struct stat *st, int flag, struct 
 void harness_stop(struct harness *h)
 {
 	control_free(h->control);
+	metrics_free(h->metrics);
 	if (h->passed_socket)
 		(void)unlink(h->socket);
 	snapjob_kill_all();
@@ -373,6 +384,14 @@ void hreq_status(Hostprof__Request *req, Hostprof__StatusRequest *st)
 	hostprof__status_request__init(st);
 	req->body_case = HOSTPROF__REQUEST__BODY_STATUS;
 	req->status = st;
+}
+
+void hreq_metrics(Hostprof__Request *req, Hostprof__MetricsRequest *mr)
+{
+	hostprof__request__init(req);
+	hostprof__metrics_request__init(mr);
+	req->body_case = HOSTPROF__REQUEST__BODY_METRICS;
+	req->metrics = mr;
 }
 
 void hreq_snapshot(Hostprof__Request *req, Hostprof__SnapshotRequest *sr, uint32_t pid, uint64_t window_ns)

@@ -37,6 +37,7 @@ struct harness {
 	struct snapsvc *snapsvc;
 	struct snapstore *snapstore;
 	struct triggers *triggers;
+	struct metrics *metrics;
 	struct control *control;
 	uint8_t *hps; /* the fixture every snapshot job hands back */
 	size_t hps_len;
@@ -81,6 +82,7 @@ int hclient_recv(struct harness *h, struct hclient *c, int timeout_ms, Hostprof_
 /* Requests, as hostprofctl makes them. */
 void hreq_hello(Hostprof__Request *req, Hostprof__Hello *hello, uint32_t protocol);
 void hreq_status(Hostprof__Request *req, Hostprof__StatusRequest *st);
+void hreq_metrics(Hostprof__Request *req, Hostprof__MetricsRequest *mr);
 void hreq_snapshot(Hostprof__Request *req, Hostprof__SnapshotRequest *sr, uint32_t pid, uint64_t window_ns);
 void hreq_watch(Hostprof__Request *req, Hostprof__WatchRequest *w, uint32_t pid, const char *thread);
 void hreq_unwatch(Hostprof__Request *req, Hostprof__UnwatchRequest *u, uint32_t pid, const char *thread);

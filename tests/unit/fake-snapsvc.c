@@ -171,7 +171,7 @@ int snapsvc_start(struct snapsvc *svc, const struct snapshot_req *req, snapsvc_t
 	*j = (struct fake_job){
 		.svc = svc, .then = then, .arg = arg, .done = done, .ud = ud, .gated = svc->gate[1] >= 0
 	};
-	r = snapjob_start(svc->loop, SNAPSVC_CPU_LIMIT_S, fake_work, j, fake_done, j, ret);
+	r = snapjob_start(svc->loop, SNAPSVC_CPU_LIMIT_S, NULL, fake_work, j, NULL, fake_done, j, ret);
 	if (r < 0) {
 		free(j);
 		return r;

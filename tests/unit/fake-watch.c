@@ -119,6 +119,27 @@ void watch_reads(const struct watch *w, struct watch_reads *ret)
 	*ret = (struct watch_reads){ .done = 3, .abandoned = 2, .deferred = 1 };
 }
 
+bool watch_python_stats(const struct watch *w, struct watch_python *ret)
+{
+	*ret = (struct watch_python){ .processes = 1, .walks = 7, .read_failures = 1, .unreadable = 2 };
+	return true;
+}
+
+void watch_unwind(const struct watch *w, Hostprof__UnwindStats *ret, Hostprof__Drop *drops, Hostprof__Drop **ptrs)
+{
+	hostprof__unwind_stats__init(ret);
+	ret->has_stacks = ret->has_complete = true;
+	ret->stacks = 5;
+	ret->complete = 4;
+	hostprof__drop__init(&drops[0]);
+	drops[0].cause = "stack_copy";
+	drops[0].has_count = true;
+	drops[0].count = 1;
+	ptrs[0] = &drops[0];
+	ret->truncated = ptrs;
+	ret->n_truncated = 1;
+}
+
 void watch_tick(struct watch *w, uint64_t now)
 {
 }

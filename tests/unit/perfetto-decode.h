@@ -15,6 +15,9 @@
  *     its clock: BOOTTIME, or a sequence's incremental clock from its ClockSnapshot), its
  *     track (its own track_uuid, else the sequence's TracePacketDefaults), its name and
  *     category (inline or interned), and its annotations through pd_annotation().
+ * A multi-machine trace (hostprofctl merge): each event also says its packet's machine_id
+ * (0 when absent), CPUs are per machine, and pd_read_machines() reads each machine's
+ * ClockSnapshot (BOOTTIME and REALTIME) and SystemInfo.
  * Header-only, for the test programs; they exit on out of memory.
  */
 #ifndef HOSTPROF_TESTS_PERFETTO_DECODE_H
@@ -278,6 +281,7 @@ enum { PD_WAKING, PD_IRQ, PD_SWITCH }; /* also their order within one nanosecond
 struct pd_sched_ev {
 	int kind;
 	bool compact;
+	uint32_t machine;
 	uint32_t cpu;
 	uint64_t ts;
 	int64_t pid; /* FtraceEvent.pid, or what a reader infers; -1: none */
@@ -340,6 +344,14 @@ static inline size_t pd_column(const struct pd_node *cs, const char *name, const
 }
 
 #define PD_MAX_CPUS 64
+#define PD_MAX_MACHINES 16 /* machine ids 0..15; larger ones read as 15 */
+
+static inline uint32_t pd_machine_of(const struct pd_node *pk)
+{
+	uint64_t m = pd_u64(pk, "machine_id");
+
+	return m == UINT64_MAX ? 0 : m < PD_MAX_MACHINES ? (uint32_t)m : PD_MAX_MACHINES - 1;
+}
 
 static inline void pd_read_compact(struct pd_sched *s, const struct pd_node *cs, uint32_t cpu,
 				   uint64_t *last_sw, uint64_t *last_wk)
@@ -442,6 +454,8 @@ static inline int pd_cmp_sched(const void *x, const void *y)
 {
 	const struct pd_sched_ev *a = x, *b = y;
 
+	if (a->machine != b->machine)
+		return a->machine < b->machine ? -1 : 1;
 	if (a->cpu != b->cpu)
 		return a->cpu < b->cpu ? -1 : 1;
 	if (a->ts != b->ts)
@@ -454,31 +468,42 @@ static inline int pd_cmp_sched(const void *x, const void *y)
 /* Every ftrace event of the trace, by CPU and time, with what a reader infers filled in. */
 static inline void pd_read_sched(const struct pd_node *root, struct pd_sched *s)
 {
-	uint64_t last_full[PD_MAX_CPUS] = { 0 }, last_sw[PD_MAX_CPUS] = { 0 }, last_wk[PD_MAX_CPUS] = { 0 };
-	struct {
+	/* by machine * PD_MAX_CPUS + cpu */
+	static uint64_t last_full[PD_MAX_MACHINES * PD_MAX_CPUS], last_sw[PD_MAX_MACHINES * PD_MAX_CPUS],
+		last_wk[PD_MAX_MACHINES * PD_MAX_CPUS];
+	static struct {
 		bool seen;
 		int64_t pid, prio;
 		const char *comm;
-	} chain[PD_MAX_CPUS] = { { 0 } };
+	} chain[PD_MAX_MACHINES * PD_MAX_CPUS];
+
+	memset(last_full, 0, sizeof(last_full));
+	memset(last_sw, 0, sizeof(last_sw));
+	memset(last_wk, 0, sizeof(last_wk));
+	memset(chain, 0, sizeof(chain));
 
 	memset(s, 0, sizeof(*s));
 	for (const struct pd_node *pk = root->child; pk; pk = pk->next) {
 		const struct pd_node *b = pd_child(pk, "ftrace_events");
 		uint64_t cpu64;
-		uint32_t cpu;
-		size_t before = s->n;
+		uint32_t cpu, machine;
+		size_t before = s->n, key;
 
 		if (!b)
 			continue;
 		s->bundles++;
 		cpu64 = pd_u64(b, "cpu");
 		cpu = cpu64 < PD_MAX_CPUS ? (uint32_t)cpu64 : PD_MAX_CPUS - 1;
+		machine = pd_machine_of(pk);
+		key = (size_t)machine * PD_MAX_CPUS + cpu;
 		for (const struct pd_node *c = b->child; c; c = c->next) {
 			if (!strcmp(c->name, "event"))
-				pd_read_event(s, c, cpu, &last_full[cpu]);
+				pd_read_event(s, c, cpu, &last_full[key]);
 			else if (!strcmp(c->name, "compact_sched"))
-				pd_read_compact(s, c, cpu, &last_sw[cpu], &last_wk[cpu]);
+				pd_read_compact(s, c, cpu, &last_sw[key], &last_wk[key]);
 		}
+		for (size_t k = before; k < s->n; k++)
+			s->ev[k].machine = machine;
 		if (s->n - before > s->max_bundle)
 			s->max_bundle = s->n - before;
 	}
@@ -488,7 +513,7 @@ static inline void pd_read_sched(const struct pd_node *root, struct pd_sched *s)
 	/* what trace_processor takes a CPU to run: the next task of its latest switch */
 	for (size_t i = 0; i < s->n; i++) {
 		struct pd_sched_ev *e = &s->ev[i];
-		__typeof__(chain[0]) *c = &chain[e->cpu];
+		__typeof__(chain[0]) *c = &chain[(size_t)e->machine * PD_MAX_CPUS + e->cpu];
 
 		if (e->kind == PD_SWITCH) {
 			if (e->compact) {
@@ -544,6 +569,7 @@ struct pd_seq {
 };
 
 struct pd_tev {
+	uint32_t machine;
 	uint64_t ts, uuid;
 	size_t order, seq; /* file order; position in pd_tracks.seqs */
 	const char *type, *name, *category;
@@ -689,7 +715,8 @@ static inline void pd_read_tracks(const struct pd_node *root, struct pd_tracks *
 		}
 		ev = &tr->ev[tr->n++];
 		*ev = (struct pd_tev){
-			.ts = ts, .order = order, .seq = (size_t)(q - tr->seqs), .te = te, .packet = pk
+			.machine = pd_machine_of(pk), .ts = ts, .order = order, .seq = (size_t)(q - tr->seqs), .te = te,
+			.packet = pk
 		};
 		ev->uuid = pd_value(te, "track_uuid") ? pd_u64(te, "track_uuid") : q->default_uuid;
 		ev->type = pd_value(te, "type");
@@ -735,6 +762,79 @@ static inline void pd_tracks_free(struct pd_tracks *tr)
 	free(tr->seqs);
 	free(tr->ev);
 	memset(tr, 0, sizeof(*tr));
+}
+
+/* ---- Machines ------------------------------------------------------------------------------------ */
+
+/* What a trace says of one machine: its ClockSnapshot on a sequence below the track ones
+ * (the header's), its SystemInfo, and the sequences its packets use. */
+struct pd_machine {
+	bool seen;
+	size_t packets, clock_snapshots, system_infos;
+	uint64_t boottime, realtime; /* of its first header ClockSnapshot; UINT64_MAX: none */
+	const char *sysname, *release;
+	uint64_t seq_min, seq_max;
+};
+
+/* By machine id (0..PD_MAX_MACHINES-1). *ret_shared_seqs: sequence ids that packets of two
+ * machines use. */
+static inline void pd_read_machines(const struct pd_node *root, struct pd_machine *m, size_t *ret_shared_seqs)
+{
+	struct {
+		uint64_t id;
+		uint32_t machine;
+	} *seen = NULL;
+	size_t nseen = 0, shared = 0;
+
+	for (size_t i = 0; i < PD_MAX_MACHINES; i++)
+		m[i] = (struct pd_machine){ .boottime = UINT64_MAX, .realtime = UINT64_MAX, .seq_min = UINT64_MAX };
+	for (const struct pd_node *pk = root->child; pk; pk = pk->next) {
+		struct pd_machine *x = &m[pd_machine_of(pk)];
+		uint64_t seq = pd_u64(pk, "trusted_packet_sequence_id");
+		const struct pd_node *cs = pd_child(pk, "clock_snapshot"), *si = pd_child(pk, "system_info");
+		size_t k;
+
+		x->seen = true;
+		x->packets++;
+		if (seq != UINT64_MAX) {
+			x->seq_min = seq < x->seq_min ? seq : x->seq_min;
+			x->seq_max = seq > x->seq_max ? seq : x->seq_max;
+			for (k = 0; k < nseen && seen[k].id != seq; k++)
+				;
+			if (k == nseen) {
+				seen = pd_xrealloc(seen, (nseen + 1) * sizeof(*seen));
+				seen[nseen].id = seq;
+				seen[nseen++].machine = pd_machine_of(pk);
+			} else if (seen[k].machine != pd_machine_of(pk) && seen[k].machine != UINT32_MAX) {
+				shared++;
+				seen[k].machine = UINT32_MAX; /* counted once */
+			}
+		}
+		if (cs && pd_value(cs, "primary_trace_clock")) { /* the header's, not a track sequence's */
+			uint64_t boot = UINT64_MAX, real = UINT64_MAX;
+
+			for (const struct pd_node *c = cs->child; c; c = c->next) {
+				if (strcmp(c->name, "clocks"))
+					continue;
+				if (pd_u64(c, "clock_id") == 6)
+					boot = pd_u64(c, "timestamp");
+				else if (pd_u64(c, "clock_id") == 1)
+					real = pd_u64(c, "timestamp");
+			}
+			if (!x->clock_snapshots++) {
+				x->boottime = boot;
+				x->realtime = real;
+			}
+		}
+		if (si) {
+			if (!x->system_infos++) {
+				x->sysname = pd_value(si, "utsname.sysname");
+				x->release = pd_value(si, "utsname.release");
+			}
+		}
+	}
+	free(seen);
+	*ret_shared_seqs = shared;
 }
 
 #endif

@@ -6,12 +6,15 @@
  *
  *   test-control protocol FIXTURE   hello and versions, frames (split, pipelined, zero,
  *                                   oversized, exactly the limit), malformed and unknown
- *   test-control requests FIXTURE   status (every drop cause, each trigger's counts),
+ *   test-control requests FIXTURE   status (every drop cause, each trigger's counts), the
+ *                                   same in metrics,
  *                                   snapshot streams, watch/unwatch, the automatic
  *                                   snapshots, busy, a client gone mid-job, a client that
  *                                   stops reading, the client limit
  *   test-control auth FIXTURE       who may do what: a client of another uid than the
- *                                   processes and snapshots it is refused
+ *                                   processes and snapshots it is refused; its quota
+ *                                   (user_watched) in status and refusing its watch,
+ *                                   never root's
  *
  * FIXTURE is tests/fixtures/stall.hps: every snapshot job hands it back, and the
  * automatic snapshots are copies of it. As root the auth client drops to uid 65534 and
@@ -543,6 +546,17 @@ static void check_status(uint32_t self, size_t n_visible, const char *glob)
 		}
 		CHECK(s->has_triggers_dropped);
 		CHECK_EQ_U64(s->triggers_dropped, 0);
+		/* the unwinder's counters, as the watch gives them (fake-watch.c: 5, 4, stack_copy 1) */
+		CHECK(s->unwind != NULL);
+		if (s->unwind) {
+			CHECK_EQ_U64(s->unwind->stacks, 5);
+			CHECK_EQ_U64(s->unwind->complete, 4);
+			CHECK_EQ_U64(s->unwind->n_truncated, 1);
+			if (s->unwind->n_truncated == 1) {
+				CHECK_STR(s->unwind->truncated[0]->cause, "stack_copy");
+				CHECK_EQ_U64(s->unwind->truncated[0]->count, 1);
+			}
+		}
 		CHECK_EQ_U64(s->n_processes, n_visible);
 		for (size_t i = 0; i < s->n_processes; i++)
 			if (s->processes[i]->pid == self) {
@@ -564,6 +578,76 @@ static void check_status(uint32_t self, size_t n_visible, const char *glob)
 		CHECK_EQ_U64(s->n_watch_threads, glob ? 1 : 0);
 		if (glob && s->n_watch_threads == 1)
 			CHECK_STR(s->watch_threads[0], glob);
+		hostprof__response__free_unpacked(resp, NULL);
+	}
+	hclient_close(&c);
+}
+
+/* The distinct pids of hostprof_process_events_total lines in text, and whether pid's is "events". */
+static size_t metrics_pids(const char *text, uint32_t pid, const char *events, bool *ret_found)
+{
+	const char *p = text;
+	uint32_t seen[64];
+	size_t n = 0;
+	char want[64];
+
+	snprintf(want, sizeof(want), "pid=\"%u\",", pid);
+	*ret_found = false;
+	while ((p = strstr(p, "\nhostprof_process_events_total{pid=\""))) {
+		const char *line = p + 1, *end = strchrnul(line, '\n');
+		uint32_t q = strtoul(line + strlen("hostprof_process_events_total{pid=\""), NULL, 10);
+		bool dup = false;
+
+		for (size_t i = 0; i < n; i++)
+			dup |= seen[i] == q;
+		if (!dup && n < ARRAY_SIZE(seen))
+			seen[n++] = q;
+		if (strstr(line, want) && strstr(line, want) < end && end - line > (ptrdiff_t)strlen(events) + 1 &&
+		    !strncmp(end - strlen(events) - 1, " ", 1) && !strncmp(end - strlen(events), events, strlen(events)))
+			*ret_found = true;
+		p = end;
+	}
+	return n;
+}
+
+/* `hostprofctl metrics`: what status says, in the exposition format; the causes of the
+ * interference groups captured, and only those. */
+static void check_metrics(uint32_t self, size_t n_visible)
+{
+	Hostprof__Request req;
+	Hostprof__MetricsRequest mr;
+	Hostprof__Response *resp;
+	struct hclient c = { .fd = -1 };
+	char line[128];
+	bool found;
+
+	if (!open_client(&c)) {
+		hclient_close(&c);
+		return;
+	}
+	hreq_metrics(&req, &mr);
+	send_req(&c, &req, "metrics");
+	resp = expect(&c, HOSTPROF__RESPONSE__BODY_METRICS, "metrics");
+	if (resp) {
+		const char *t = resp->metrics->text;
+
+		CHECK_EQ_U64(metrics_pids(t, self, "2", &found), n_visible);
+		CHECKF(found, "no hostprof_process_events_total of pid %u with 2 events", self);
+		for (size_t i = 0; i < HP_DROP_CAUSES; i++) {
+			snprintf(line, sizeof(line), "\nhostprof_drops_total{cause=\"cause%zu\"} %zu\n", i, 1000 + i);
+			CHECKF(strstr(t, line), "no line %s", line + 1);
+		}
+		snprintf(line, sizeof(line), "\nhostprof_trigger_fired_total{trigger=\"%s\",kind=\"syscall\"} 1\n",
+			 HARNESS_TRIGGER_SYSCALL);
+		CHECKF(strstr(t, line), "no line %s", line + 1);
+		snprintf(line, sizeof(line), "\nhostprof_trigger_suppressed_total{trigger=\"%s\",kind=\"syscall\"} 1\n",
+			 HARNESS_TRIGGER_SYSCALL);
+		CHECKF(strstr(t, line), "no line %s", line + 1);
+		/* HARNESS_INTF less HARNESS_INTF_MISSING: irq and reclaim, not locks (missing), not faults */
+		CHECK(strstr(t, "cause=\"irq\"") && strstr(t, "cause=\"reclaim\"") && strstr(t, "cause=\"rt\""));
+		CHECK(!strstr(t, "cause=\"lock\"") && !strstr(t, "_major_faults_total") && !strstr(t, "cause=\"gil\""));
+		snprintf(line, sizeof(line), "\nhostprof_info{version=\"%s\"} 1\n", HOSTPROF_VERSION);
+		CHECKF(strstr(t, line), "no line %s", line + 1);
 		hostprof__response__free_unpacked(resp, NULL);
 	}
 	hclient_close(&c);
@@ -640,6 +724,7 @@ static void check_watch(uint32_t self, uint32_t kid)
 	Hostprof__UnwatchRequest u;
 	const struct fake_watch_call *calls;
 	struct hclient c = { .fd = -1 };
+	struct proc_rec *mine;
 	size_t n;
 
 	fake_watch_reset(H.watch);
@@ -657,6 +742,18 @@ static void check_watch(uint32_t self, uint32_t kid)
 	hreq_watch(&req, &w, self, NULL);
 	send_req(&c, &req, "watch a watched process");
 	expect_ack(&c, "is watched already", "watch a watched process");
+	/* its pid names another process now (the drain has not seen the exit yet): watched anew */
+	mine = recorder_find_live(H.recorder, self);
+	if (mine) {
+		mine->info.start_time++;
+		hreq_watch(&req, &w, self, NULL);
+		send_req(&c, &req, "watch a pid taken by a new process");
+		expect_ack(&c, "watching pid", "watch a pid taken by a new process");
+		mine->info.start_time--;
+		n = calls_since(1, &calls);
+		CHECKF(n == 1 && calls[0].op == FAKE_WATCH_PID && calls[0].pid == self,
+		       "watch of a pid taken anew did not reach watch_pid(%u) (%zu calls)", self, n);
+	}
 	hreq_watch(&req, &w, 0, NULL);
 	send_req(&c, &req, "watch without a pid");
 	expect_error(&c, HOSTPROF__ERROR__CODE__BAD_REQUEST, "watch needs a pid or a thread pattern",
@@ -671,12 +768,12 @@ static void check_watch(uint32_t self, uint32_t kid)
 	expect_error(&c, HOSTPROF__ERROR__CODE__NOT_FOUND, "failed to watch pid",
 		     "watch a process that exits");
 	fake_watch_set_pid_result(H.watch, 0);
-	CHECK_EQ_U64(calls_since(1, &calls), 1); /* only that last one */
+	CHECK_EQ_U64(calls_since(2, &calls), 1); /* only that last one */
 
 	hreq_unwatch(&req, &u, self, NULL);
 	send_req(&c, &req, "unwatch");
 	expect_ack(&c, "stopped watching pid", "unwatch");
-	n = calls_since(2, &calls);
+	n = calls_since(3, &calls);
 	CHECKF(n == 1 && calls[0].op == FAKE_WATCH_STOP && calls[0].pid == self,
 	       "unwatch did not reach watch_stop(%u) once", self);
 	hreq_unwatch(&req, &u, kid, NULL);
@@ -987,10 +1084,13 @@ static void part_requests(void)
 	/* over the syscall trigger's threshold, then again within its cooldown */
 	feed_syscall(self, t0, 5 * NSEC_PER_MSEC);
 	feed_syscall(self, t0 + NSEC_PER_SEC, 5 * NSEC_PER_MSEC);
-	if (geteuid() == 0 && watch_in_recorder(1))
+	if (geteuid() == 0 && watch_in_recorder(1)) {
 		check_status(self, 2, NULL);
-	else
+		check_metrics(self, 2);
+	} else {
 		check_status(self, 1, NULL);
+		check_metrics(self, 1);
+	}
 	check_snapshot(self, kid > 0 ? (uint32_t)kid : 0x3fffffff);
 	if (kid > 0)
 		check_watch(self, kid);
@@ -1132,9 +1232,34 @@ static void auth_client(const struct auth_setup *a)
 		CHECKF(s->n_processes == 1 && s->processes[0]->pid == (uint32_t)a->own,
 		       "status lists %zu processes (the first %u), want only pid %d of uid %u",
 		       s->n_processes, s->n_processes ? s->processes[0]->pid : 0, a->own, a->peer);
+		/* its quota: its own use and limits (user_watched 1 here) */
+		CHECKF(s->quota && s->quota->uid == a->peer && s->quota->watched == 1 &&
+			       s->quota->watched_limit == (a->peer ? 1 : 0),
+		       "status quota: uid %u, %u watched of %u; want uid %u, 1 of %u", s->quota ? s->quota->uid : 0,
+		       s->quota ? s->quota->watched : 0, s->quota ? s->quota->watched_limit : 0, a->peer,
+		       a->peer ? 1 : 0);
 	}
 	if (resp)
 		hostprof__response__free_unpacked(resp, NULL);
+
+	/* metrics: like status, the series of its own processes only */
+	{
+		Hostprof__MetricsRequest mr;
+		char own[32], root[32];
+
+		hreq_metrics(&req, &mr);
+		resp = ask(fd, &buf, &req, "metrics");
+		CHECKF(resp && resp->body_case == HOSTPROF__RESPONSE__BODY_METRICS, "metrics: got %s", describe(resp));
+		snprintf(own, sizeof(own), "{pid=\"%d\",", a->own);
+		snprintf(root, sizeof(root), "{pid=\"%u\",", a->root_pid);
+		if (resp && resp->body_case == HOSTPROF__RESPONSE__BODY_METRICS) {
+			CHECKF(strstr(resp->metrics->text, own), "metrics lack its own pid %d", a->own);
+			CHECKF(!strstr(resp->metrics->text, root), "metrics show root's pid %u", a->root_pid);
+			CHECK(strstr(resp->metrics->text, "\nhostprof_events_total "));
+		}
+		if (resp)
+			hostprof__response__free_unpacked(resp, NULL);
+	}
 
 	/* another user's process */
 	snprintf(needle, sizeof(needle), "pid %u belongs to uid 0", a->root_pid);
@@ -1181,8 +1306,13 @@ static void auth_client(const struct auth_setup *a)
 	ask_stream(fd, &buf, &req, a->own, "fetch its own snapshot");
 	hreq_snapshot(&req, &sr, a->own, 0);
 	ask_stream(fd, &buf, &req, a->own, "snapshot its own process");
+	/* one process at once (user_watched 1): own is watched, own2 waits */
 	hreq_watch(&req, &w, a->own2, NULL);
-	ask_ack(fd, &buf, &req, "watch its own process");
+	if (a->peer != 0)
+		ask_error(fd, &buf, &req, HOSTPROF__ERROR__CODE__BUSY,
+			  "you may have 1 processes watched at once (user_watched) and have 1", "watch past its quota");
+	else
+		ask_ack(fd, &buf, &req, "watch its own process");
 	hreq_unwatch(&req, &u, a->own, NULL);
 	ask_ack(fd, &buf, &req, "unwatch its own process");
 
@@ -1197,6 +1327,10 @@ static void auth_client(const struct auth_setup *a)
 static int part_auth(void)
 {
 	struct auth_setup a = { .peer = geteuid() == 0 ? NOBODY : getuid(), .own = -1, .own2 = -1 };
+	struct recorder_limits lim;
+	Hostprof__Request req;
+	Hostprof__WatchRequest w;
+	struct hclient rc = { .fd = -1 };
 	const struct fake_watch_call *calls;
 	const struct fake_snap_req *reqs;
 	struct proc_info init;
@@ -1231,6 +1365,9 @@ static int part_auth(void)
 		goto out;
 	fake_watch_reset(H.watch);
 	fake_snapsvc_reset(H.snapsvc);
+	lim = *recorder_limits(H.recorder);
+	lim.user_procs = 1;
+	recorder_set_limits(H.recorder, &lim);
 
 	fflush(NULL);
 	client = fork();
@@ -1256,9 +1393,27 @@ static int part_auth(void)
 	}
 	/* what reached the modules behind control: only what it may do */
 	n = fake_watch_calls(H.watch, &calls);
-	CHECKF(n == 2 && calls[0].op == FAKE_WATCH_PID && calls[0].pid == (uint32_t)a.own2 &&
-		       calls[1].op == FAKE_WATCH_STOP && calls[1].pid == (uint32_t)a.own,
-	       "watch saw %zu calls, want watch_pid(%d) and watch_stop(%d)", n, a.own2, a.own);
+	if (a.peer != 0)
+		CHECKF(n == 1 && calls[0].op == FAKE_WATCH_STOP && calls[0].pid == (uint32_t)a.own,
+		       "watch saw %zu calls, want watch_stop(%d) only (watch_pid(%d) was past the quota)", n, a.own,
+		       a.own2);
+	else
+		CHECKF(n == 2 && calls[0].op == FAKE_WATCH_PID && calls[0].pid == (uint32_t)a.own2 &&
+			       calls[1].op == FAKE_WATCH_STOP && calls[1].pid == (uint32_t)a.own,
+		       "watch saw %zu calls, want watch_pid(%d) and watch_stop(%d)", n, a.own2, a.own);
+	/* root is not limited: it watches the user's process past the user's quota */
+	if (a.peer != 0 && geteuid() == 0 && open_client(&rc)) {
+		fake_watch_reset(H.watch);
+		hreq_watch(&req, &w, a.own2, NULL);
+		send_req(&rc, &req, "root watches past the user's quota");
+		expect_ack(&rc, "watching pid", "root watches past the user's quota");
+		n = fake_watch_calls(H.watch, &calls);
+		CHECKF(n == 1 && calls[0].op == FAKE_WATCH_PID && calls[0].pid == (uint32_t)a.own2,
+		       "watch saw %zu calls, want watch_pid(%d)", n, a.own2);
+		hclient_close(&rc);
+	}
+	lim.user_procs = 0;
+	recorder_set_limits(H.recorder, &lim);
 	n = fake_snapsvc_requests(H.snapsvc, &reqs);
 	CHECKF(n == 1 && reqs[0].pid == (uint32_t)a.own, "snapsvc saw %zu requests, want one of pid %d", n,
 	       a.own);

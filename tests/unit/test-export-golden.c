@@ -4,7 +4,8 @@
  * story is in make-fixture.c): stall.oncpu.folded, stall.offcpu.folded, stall.oncpu.svg,
  * stall.offcpu.svg, stall.txt and stall.report.json must come out byte for byte. Each
  * export is also made twice and must not change (no addresses, clocks or hash order leak
- * in), and the report's first line must blame hog for acl_thread's worst stall.
+ * in), and the report's first line must blame hog, the realtime task that cost acl_thread
+ * the most.
  *
  * Usage: test-export-golden FIXTURES_DIR
  * HOSTPROF_UPDATE_GOLDEN=1 rewrites the goldens in FIXTURES_DIR instead of comparing.
@@ -28,9 +29,9 @@ static const struct {
 	/* clang-format on */
 };
 
-#define FIRST_LINE                                                                                  \
-	"worst stall: acl_thread (tid 101) waited 30.0 ms at +0.900 s: preempted by hog (pid 200, " \
-	"SCHED_FIFO prio 49)\n"
+#define FIRST_LINE                                                                                   \
+	"acl_thread lost 89 ms of 1.0 s (8.9%): CPU taken by realtime task hog (pid 200, SCHED_FIFO prio " \
+	"49), 80 ms, longest 30 ms\n"
 
 int main(int argc, char **argv)
 {

@@ -228,10 +228,18 @@ static int test_svg(const Hostprof__Snapshot *fixture)
 /* ---- jq ---------------------------------------------------------------------------------- */
 
 static const char *const jq_checks[] = {
-	".verdict.kind == \"preempted\" and .verdict.thread == \"acl_thread\" and .verdict.tid == 101",
-	".verdict.preempted_by | .comm == \"hog\" and .pid == 200 and .policy == \"SCHED_FIFO\" and .prio == 49",
-	".verdict.dur_ns == 30000000 and .verdict.at_ns == 900000000",
-	".verdict.text | startswith(\"worst stall: acl_thread (tid 101) waited 30.0 ms\") and contains(\"hog\")",
+	".verdict | .cause == \"rt\" and .thread == \"acl_thread\" and .tid == 101 and .stands_out",
+	".verdict.by | .comm == \"hog\" and .pid == 200 and .policy == \"SCHED_FIFO\" and .prio == 49",
+	".verdict | .time_ns == 80000000 and .longest_ns == 30000000 and .longest_at_ns == 900000000 and .count == 3",
+	".verdict.text | startswith(\"acl_thread lost 89 ms of 1.0 s (8.9%): CPU taken by realtime task hog\")",
+	".dispatch == {\"globs\": [\"acl_thread\"], \"default\": true, \"why\": \"matched\", \"threads\": [101]}",
+	".threads[0] | .dispatch and .tid == 101 and .time.window_ns == 1000000000"
+	" and ([.time.causes[].time_ns] | add) == 1000000000",
+	".threads[0].episodes | .count == 6 and .longest[0].dur_ns == 30000000 and .longest[0].parts[0].cause == \"rt\"",
+	".longest_stall.kind == \"preempted\" and .longest_stall.thread == \"acl_thread\" and .longest_stall.tid == 101",
+	".longest_stall.preempted_by | .comm == \"hog\" and .pid == 200 and .policy == \"SCHED_FIFO\" and .prio == 49",
+	".longest_stall.dur_ns == 30000000 and .longest_stall.at_ns == 900000000",
+	".longest_stall.text | startswith(\"acl_thread (tid 101) waited 30.0 ms\") and contains(\"hog\")",
 	".threads[] | select(.comm == \"acl_thread\") | .preemptions.by[0]"
 	" | .comm == \"hog\" and .count == 3 and .time_ns == 80000000 and .max_ns == 30000000",
 	".threads[] | select(.comm == \"acl_thread\") | .preemptions | .count == 4 and .tasks == 2",
@@ -279,7 +287,8 @@ static int test_jq(const Hostprof__Snapshot *fixture)
 	}
 	synth_init(&sy);
 	if (export_to(synth_finish(&sy), snapshot_report_json, "empty.json", empty, sizeof(empty))) {
-		char *argv[] = { jq, "-e", ".verdict.kind == \"none\" and .threads == []", empty, NULL };
+		char *argv[] = { jq, "-e", ".verdict.cause == \"none\" and .longest_stall.kind == \"none\" and .threads == []",
+				 empty, NULL };
 		int status = run_capture(argv, NULL, true, &out);
 
 		CHECKF(status == 0 && out && !strcmp(out, "true\n"), "empty report: exit %d, %s", status,

@@ -9,7 +9,8 @@
  *     is "[tid N]"; off-CPU counts are microseconds of merged nanoseconds, and stacks
  *     under 1 us are left out.
  *  2. svg: names are XML-escaped, invalid UTF-8 becomes '?', widths follow the counts.
- *  3. the verdict: a blocked interval names its syscall, state and waker; an
+ *  3. the longest stall (the report's "longest" line; the first line, the verdict, is
+ *     test-report-causes.c's): a blocked interval names its syscall, state and waker; an
  *     involuntary stall (preempted, runqueue, D) beats a longer S sleep; a preemption
  *     that never ends runs to the window's end; a runqueue wait names the task on the
  *     CPU; an empty snapshot has no stall.
@@ -18,7 +19,7 @@
  *     returns the errno of a failed write (/dev/full: -ENOSPC).
  *  6. pprof: gzip with mtime 0, the same bytes every time.
  *  7. interference: the longest reclaim, lock wait or interrupt, or one group's total time
- *     taken, names the cause when it beats the scheduler's worst stall (memcg reclaim,
+ *     taken, names the longest stall's cause when it beats the scheduler's (memcg reclaim,
  *     NET_RX and its CPU, mmap_lock); one that covers a runqueue wait or a D interval
  *     explains it; a hard IRQ nested in a softirq counts once in the thread's total; an
  *     interrupt that ran while a thread waited goes to the thread the switches say waited
@@ -38,15 +39,22 @@ static struct synth sy;
 
 static const struct sy_task idle = { 0, 0, "swapper/0", 120, 0 };
 
-static char *first_line(const Hostprof__Snapshot *s)
+/* The report's "longest" line: the longest single stall of any watched thread. */
+static char *longest_line(const Hostprof__Snapshot *s)
 {
-	char *out = NULL;
+	char *out = NULL, *at;
 	size_t len = 0;
 	int r = render(s, snapshot_report_text, &out, &len);
 
 	CHECKF(r == 0, "report: %d", r);
-	if (out)
-		out[strcspn(out, "\n")] = '\0';
+	if (!out)
+		return NULL;
+	at = strstr(out, "\nlongest  ");
+	if (!at)
+		return out;
+	at += strlen("\nlongest  ");
+	memmove(out, at, strlen(at) + 1);
+	out[strcspn(out, "\n")] = '\0';
 	return out;
 }
 
@@ -151,9 +159,9 @@ static void test_verdicts(void)
 	synth_thread(&sy, 12, SY_PID, "feeder");
 	synth_syscall(&sy, SY_T0 + 100 * SY_MS - 5000, 20 * SY_MS + 9000, 11, 0, 64);
 	synth_offcpu(&sy, SY_T0 + 100 * SY_MS, 20 * SY_MS, 11, 1, 12, "feeder", 0, 0);
-	line = first_line(synth_finish(&sy));
+	line = longest_line(synth_finish(&sy));
 	CHECK_STR(line,
-		  "worst stall: reader (tid 11) blocked 20.0 ms in read at +0.100 s (off-CPU S, woken by "
+		  "reader (tid 11) blocked 20.0 ms in read at +0.100 s (off-CPU S, woken by "
 		  "feeder tid 12)");
 	free(line);
 
@@ -164,8 +172,8 @@ static void test_verdicts(void)
 	synth_switch(&sy, SY_T0 + 10 * SY_MS, 0, &reader, 0, &rt, 0, 0);
 	synth_switch(&sy, SY_T0 + 15 * SY_MS, 0, &rt, 1, &reader, 5 * SY_MS, 2);
 	synth_offcpu(&sy, SY_T0 + 100 * SY_MS, 50 * SY_MS, 11, 1, 0, "", 0, 0);
-	line = first_line(synth_finish(&sy));
-	CHECK_STR(line, "worst stall: reader (tid 11) waited 5.0 ms at +0.010 s: preempted by rt (pid 50, "
+	line = longest_line(synth_finish(&sy));
+	CHECK_STR(line, "reader (tid 11) waited 5.0 ms at +0.010 s: preempted by rt (pid 50, "
 			"SCHED_RR prio 89)");
 	free(line);
 	synth_init(&sy);
@@ -175,17 +183,17 @@ static void test_verdicts(void)
 	synth_switch(&sy, SY_T0 + 15 * SY_MS, 0, &rt, 1, &reader, 5 * SY_MS, 2);
 	synth_offcpu(&sy, SY_T0 + 100 * SY_MS, 50 * SY_MS, 11, 1, 0, "", 0, 0);
 	synth_offcpu(&sy, SY_T0 + 200 * SY_MS, 10 * SY_MS, 12, 2, 0, "", 0, 0);
-	line = first_line(synth_finish(&sy));
-	CHECK_STR(line, "worst stall: disk (tid 12) blocked 10.0 ms at +0.200 s (off-CPU D, waker unknown)");
+	line = longest_line(synth_finish(&sy));
+	CHECK_STR(line, "disk (tid 12) blocked 10.0 ms at +0.200 s (off-CPU D, waker unknown)");
 	free(line);
 
 	/* preempted and never back: counted to the window's end */
 	synth_init(&sy);
 	synth_thread(&sy, 12, SY_PID, "disk");
 	synth_switch(&sy, SY_T0 + 900 * SY_MS, 1, &disk, 0x100, &spinner, 0, 0);
-	line = first_line(synth_finish(&sy));
+	line = longest_line(synth_finish(&sy));
 	CHECK_STR(line,
-		  "worst stall: disk (tid 12) waited 100.0 ms at +0.900 s: preempted by spinner (pid 51, "
+		  "disk (tid 12) waited 100.0 ms at +0.900 s: preempted by spinner (pid 51, "
 		  "SCHED_OTHER prio 120), still waiting when the window closed");
 	free(line);
 
@@ -195,18 +203,18 @@ static void test_verdicts(void)
 	synth_switch(&sy, SY_T0 + 40 * SY_MS, 0, &spinner, 0, &reader, 7 * SY_MS, 1);
 	synth_switch(&sy, SY_T0 + 50 * SY_MS, 0, &reader, 1, &idle, 0, 0);
 	synth_switch(&sy, SY_T0 + 60 * SY_MS, 0, &idle, 0, &reader, 2 * SY_MS, 1);
-	line = first_line(synth_finish(&sy));
+	line = longest_line(synth_finish(&sy));
 	CHECK_STR(
 		line,
-		"worst stall: reader (tid 11) waited 7.0 ms at +0.033 s: runnable after a wakeup, CPU 0 ran "
+		"reader (tid 11) waited 7.0 ms at +0.033 s: runnable after a wakeup, CPU 0 ran "
 		"spinner (pid 51, SCHED_OTHER prio 120)");
 	free(line);
 
 	/* nothing at all */
 	synth_init(&sy);
-	line = first_line(synth_finish(&sy));
+	line = longest_line(synth_finish(&sy));
 	CHECK_STR(line,
-		  "worst stall: none: no watched thread was preempted, waited on a runqueue or blocked");
+		  "none: no watched thread was preempted, waited on a runqueue or blocked");
 	free(line);
 }
 
@@ -367,10 +375,10 @@ static void test_interference_reclaim(void)
 	char *line, *out;
 
 	build_reclaim(true);
-	line = first_line(&sy.snap);
+	line = longest_line(&sy.snap);
 	CHECK_STR(
 		line,
-		"worst stall: worker (tid 11) spent 12.0 ms in memcg reclaim at +0.412 s (order 0, 1234 pages "
+		"worker (tid 11) spent 12.0 ms in memcg reclaim at +0.412 s (order 0, 1234 pages "
 		"reclaimed)");
 	free(line);
 	out = report_of(&sy.snap, snapshot_report_text);
@@ -387,8 +395,8 @@ static void test_interference_reclaim(void)
 
 	/* the same rows, not captured: not a word of them, and the scheduler's verdict */
 	build_reclaim(false);
-	line = first_line(&sy.snap);
-	CHECK_STR(line, "worst stall: worker (tid 11) waited 5.0 ms at +0.010 s: preempted by rt (pid 50, "
+	line = longest_line(&sy.snap);
+	CHECK_STR(line, "worker (tid 11) waited 5.0 ms at +0.010 s: preempted by rt (pid 50, "
 			"SCHED_RR prio 89)");
 	free(line);
 	out = report_of(&sy.snap, snapshot_report_text);
@@ -398,7 +406,7 @@ static void test_interference_reclaim(void)
 	out = report_of(&sy.snap, snapshot_report_json);
 	CHECKF(out && !strstr(out, "interference") && !strstr(out, "reclaim"), "interference = 0:\n%s",
 	       out ? out : "");
-	CHECK_HAS(out, "{\"verdict\":{\"kind\":\"preempted\",");
+	CHECK_HAS(out, "\"longest_stall\":{\"kind\":\"preempted\",");
 	free(out);
 }
 
@@ -415,10 +423,10 @@ static void test_interference_softirq(void)
 			synth_irq(&sy, SY_T0 + 100 * SY_MS + 500 * SY_US, 500 * SY_US, 1, 1, 24, "virtio3-rx",
 				  11, 1);
 	}
-	line = first_line(synth_finish(&sy));
+	line = longest_line(synth_finish(&sy));
 	CHECK_STR(
 		line,
-		"worst stall: worker (tid 11) lost 18.0% of CPU 1 to softirq NET_RX (180.0 ms over 1.000 s, "
+		"worker (tid 11) lost 18.0% of CPU 1 to softirq NET_RX (180.0 ms over 1.000 s, "
 		"60 times, max 3.0 ms)");
 	free(line);
 	out = report_of(&sy.snap, snapshot_report_text);
@@ -436,10 +444,10 @@ static void test_interference_softirq(void)
 	build_preempted();
 	synth_interference(&sy, 1, 0, 0);
 	synth_irq(&sy, SY_T0 + 300 * SY_MS, 8 * SY_MS, 2, 2, 3, "NET_RX", 11, 1);
-	line = first_line(synth_finish(&sy));
+	line = longest_line(synth_finish(&sy));
 	CHECK_STR(
 		line,
-		"worst stall: worker (tid 11) was interrupted 8.0 ms by softirq NET_RX on CPU 2 at +0.300 s");
+		"worker (tid 11) was interrupted 8.0 ms by softirq NET_RX on CPU 2 at +0.300 s");
 	free(line);
 
 	/* shorter than the preemption, and in total too: the preemption stays the verdict */
@@ -447,8 +455,8 @@ static void test_interference_softirq(void)
 	synth_interference(&sy, 1, 0, 0);
 	synth_irq(&sy, SY_T0 + 300 * SY_MS, 2 * SY_MS, 1, 2, 3, "NET_RX", 11, 1);
 	synth_irq(&sy, SY_T0 + 400 * SY_MS, 2 * SY_MS, 1, 2, 3, "NET_RX", 11, 1);
-	line = first_line(synth_finish(&sy));
-	CHECK_STR(line, "worst stall: worker (tid 11) waited 5.0 ms at +0.010 s: preempted by rt (pid 50, "
+	line = longest_line(synth_finish(&sy));
+	CHECK_STR(line, "worker (tid 11) waited 5.0 ms at +0.010 s: preempted by rt (pid 50, "
 			"SCHED_RR prio 89)");
 	free(line);
 }
@@ -466,10 +474,10 @@ static void test_interference_waiting(void)
 	synth_irq(&sy, SY_T0 + 37 * SY_MS + 200 * SY_US, 2500 * SY_US, 0, 2, 3, "NET_RX", 0, 2);
 	/* on a CPU where no thread of the process waited; no name: the vector's */
 	synth_irq(&sy, SY_T0 + 500 * SY_MS, 100 * SY_US, 3, 2, 1, "", 0, 2);
-	line = first_line(synth_finish(&sy));
+	line = longest_line(synth_finish(&sy));
 	CHECK_STR(
 		line,
-		"worst stall: reader (tid 11) was kept waiting 2.5 ms by softirq NET_RX on CPU 0 at +0.037 s, "
+		"reader (tid 11) was kept waiting 2.5 ms by softirq NET_RX on CPU 0 at +0.037 s, "
 		"within its 3.0 ms runqueue wait");
 	free(line);
 	out = report_of(&sy.snap, snapshot_report_text);
@@ -481,7 +489,7 @@ static void test_interference_waiting(void)
 		       "             1      2.500      2.500      0.25  softirq NET_RX on CPU 0\n");
 	free(out);
 	out = report_of(&sy.snap, snapshot_report_json);
-	CHECK_HAS(out, "\"verdict\":{\"kind\":\"irq\",");
+	CHECK_HAS(out, "\"longest_stall\":{\"kind\":\"irq\",");
 	CHECK_HAS(
 		out,
 		"\"at_ns\":37200000,\"dur_ns\":2500000,\"involuntary\":true,\"cpu\":0,\"irq\":{\"kind\":"
@@ -526,9 +534,9 @@ static void test_interference_lock(void)
 	synth_lock(&sy, SY_T0 + 800 * SY_MS, 1 * SY_MS, 11, 0xffff888004a3c0e8ull, 0x10002, 0, k,
 		   "mmap_lock");
 	synth_lock(&sy, SY_T0 + 900 * SY_MS, 200 * SY_US, 11, 0xffffffff82a0b1c0ull, 0x20, -4, 0, "");
-	line = first_line(synth_finish(&sy));
+	line = longest_line(synth_finish(&sy));
 	CHECK_STR(line,
-		  "worst stall: worker (tid 11) waited 4.0 ms for mmap_lock (rwsem read) at +0.700 s, within "
+		  "worker (tid 11) waited 4.0 ms for mmap_lock (rwsem read) at +0.700 s, within "
 		  "its 3.9 ms off-CPU D interval");
 	free(line);
 	out = report_of(&sy.snap, snapshot_report_text);
@@ -551,7 +559,7 @@ static void test_interference_lock(void)
 		"             1      0.200      0.200  mutex 0xffffffff82a0b1c0; 1 gave up\n");
 	free(out);
 	out = report_of(&sy.snap, snapshot_report_json);
-	CHECK_HAS(out, "\"verdict\":{\"kind\":\"lock\",");
+	CHECK_HAS(out, "\"longest_stall\":{\"kind\":\"lock\",");
 	CHECK_HAS(out, "\"lock\":{\"address\":\"0xffff888004a3c0e8\",\"kind\":\"rwsem read\",\"flags\":65538,"
 		       "\"name\":\"mmap_lock\",\"mmap_lock\":true,\"ret\":0,\"frames\":[{\"function\":"
 		       "\"rwsem_down_read_slowpath\",\"kernel\":true},");
@@ -596,7 +604,7 @@ static void test_interference_json(void)
 	out = report_of(&sy.snap, snapshot_report_json);
 	CHECK_HAS(
 		out,
-		"{\"verdict\":{\"kind\":\"reclaim\",\"text\":\"worst stall: worker (tid 11) spent 12.0 ms in "
+		"\"longest_stall\":{\"kind\":\"reclaim\",\"text\":\"worker (tid 11) spent 12.0 ms in "
 		"memcg reclaim at +0.412 s (order 0, 1234 pages reclaimed)\",\"thread\":\"worker\",\"tid\":11,"
 		"\"at_ns\":412000000,\"dur_ns\":12000000,\"involuntary\":true,\"cpu\":0,\"reclaim\":{\"kind\":"
 		"\"memcg reclaim\",\"order\":0,\"gfp\":3264,\"result\":1234}},");

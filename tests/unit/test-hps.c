@@ -11,6 +11,8 @@
  * 4. The interference tables (IrqTable, ReclaimTable, FaultTable, LockTable): a consistent
  *    set round-trips; each column of each table one entry short, a string or stack index
  *    out of range and an end past 2^64 are rejected, by hps_unpack and by hps_validate.
+ * 5. The GIL table: a consistent one round-trips; each row column one short, a holder
+ *    stack or a stack's frame past its table, an end past 2^64 are rejected.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -844,6 +846,119 @@ static void test_interference(void)
 	expect_invalid(&f, "lock wait end past 2^64");
 }
 
+/* ---- 5. The GIL table ----------------------------------------------------------------- */
+
+struct gil {
+	struct scene sc;
+	Hostprof__GilTable t;
+	Hostprof__GilStack st, *stp;
+	Hostprof__PythonFrame fr[2], *frp[2];
+	Hostprof__GilTotal tot, *totp;
+	uint32_t st_frames[2];
+	uint64_t ts[NINT], dur[NINT], blocked[NINT];
+	uint32_t tid[NINT], pid[NINT], holder[NINT], first[NINT], waits[NINT], hstack[NINT];
+};
+
+static void gil_init(struct gil *g)
+{
+	memset(g, 0, sizeof(*g));
+	scene_init(&g->sc);
+	g->t = (Hostprof__GilTable)HOSTPROF__GIL_TABLE__INIT;
+	g->st = (Hostprof__GilStack)HOSTPROF__GIL_STACK__INIT;
+	g->tot = (Hostprof__GilTotal)HOSTPROF__GIL_TOTAL__INIT;
+	for (int i = 0; i < 2; i++) {
+		g->fr[i] = (Hostprof__PythonFrame)HOSTPROF__PYTHON_FRAME__INIT;
+		g->fr[i].function = i ? "train" : "flush_stats";
+		g->fr[i].file = "train.py";
+		g->fr[i].has_line = 1;
+		g->fr[i].line = 42 + i;
+		g->frp[i] = &g->fr[i];
+	}
+	g->st_frames[0] = 0;
+	g->st_frames[1] = 1;
+	g->st.n_frames = 2;
+	g->st.frames = g->st_frames;
+	g->st.has_when = 1;
+	g->st.when = 1;
+	g->stp = &g->st;
+	g->tot.has_tid = g->tot.has_count = g->tot.has_total_ns = 1;
+	g->tot.tid = 101;
+	g->tot.count = 9;
+	g->tot.total_ns = 7000000;
+	g->totp = &g->tot;
+	INTF_COLUMN(&g->t, ts_delta, g->ts, 10, 6000000);
+	INTF_COLUMN(&g->t, dur_ns, g->dur, 5000000, 1500000);
+	INTF_COLUMN(&g->t, tid, g->tid, 101, 101);
+	INTF_COLUMN(&g->t, pid, g->pid, 100, 100);
+	INTF_COLUMN(&g->t, holder_tid, g->holder, 102, 0);
+	INTF_COLUMN(&g->t, first_holder_tid, g->first, 102, 102);
+	INTF_COLUMN(&g->t, waits, g->waits, 1, 3);
+	INTF_COLUMN(&g->t, blocked_ns, g->blocked, 4900000, 1400000);
+	INTF_COLUMN(&g->t, holder_stack, g->hstack, 1, 0);
+	g->t.has_status = 1;
+	g->t.status = 1;
+	g->t.n_stacks = 1;
+	g->t.stacks = &g->stp;
+	g->t.n_frames = 2;
+	g->t.frames = g->frp;
+	g->t.n_totals = 1;
+	g->t.totals = &g->totp;
+	g->sc.snap.gil = &g->t;
+}
+
+static void gil_invalid(const struct gil *g, const char *what)
+{
+	expect_rejected(&g->sc, what);
+	CHECKF(hps_validate(&g->sc.snap) == -EINVAL, "%s: hps_validate accepts it", what);
+}
+
+static void test_gil(void)
+{
+	static const char *const cols[] = { "ts_delta", "dur_ns", "tid", "pid", "holder_tid", "first_holder_tid",
+					    "waits", "blocked_ns", "holder_stack" };
+	Hostprof__Snapshot *s = NULL;
+	struct gil g;
+
+	gil_init(&g);
+	CHECK_EQ_INT(hps_validate(&g.sc.snap), 0);
+	CHECK_EQ_INT(pack_unpack(&g.sc, &s), 0);
+	if (s) {
+		CHECK(s->gil && s->gil->n_ts_delta == NINT && s->gil->holder_tid[0] == 102 && s->gil->holder_stack[0] == 1);
+		CHECK(s->gil && s->gil->n_stacks == 1 && s->gil->stacks[0]->n_frames == 2 &&
+		      !strcmp(s->gil->frames[s->gil->stacks[0]->frames[0]]->function, "flush_stats"));
+		CHECK(s->gil && s->gil->n_totals == 1 && s->gil->totals[0]->count == 9);
+		hps_free(s);
+	}
+	for (size_t c = 0; c < ARRAY_SIZE(cols); c++) {
+		const ProtobufCFieldDescriptor *fd;
+		char what[64];
+		size_t *n;
+
+		gil_init(&g);
+		fd = protobuf_c_message_descriptor_get_field_by_name(g.t.base.descriptor, cols[c]);
+		CHECK(fd != NULL);
+		if (!fd)
+			continue;
+		n = (size_t *)((char *)&g.t + fd->quantifier_offset);
+		(*n)--;
+		snprintf(what, sizeof(what), "gil.%s one short", cols[c]);
+		gil_invalid(&g, what);
+	}
+	gil_init(&g);
+	g.hstack[1] = 2;
+	gil_invalid(&g, "gil holder_stack past the stacks");
+	gil_init(&g);
+	g.st_frames[1] = 2;
+	gil_invalid(&g, "gil stack frame past the frames");
+	gil_init(&g);
+	g.dur[1] = UINT64_MAX - START_NS - 6000010 + 1;
+	gil_invalid(&g, "gil wait end past 2^64");
+	gil_init(&g);
+	g.t.n_stacks = 0;
+	g.t.stacks = NULL;
+	gil_invalid(&g, "gil holder_stack without stacks");
+}
+
 int main(void)
 {
 	test_round_trip();
@@ -853,5 +968,6 @@ int main(void)
 	test_bad_bytes();
 	test_files();
 	test_interference();
+	test_gil();
 	return check_summary();
 }

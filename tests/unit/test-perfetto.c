@@ -479,8 +479,8 @@ struct decoded {
 	struct pd_node *root; /* protoc's text as a tree */
 	struct pd_sched sched; /* every ftrace event, as a reader sees it (perfetto-decode.h) */
 	size_t nclocks;
-	int64_t clock_id[8];
-	uint64_t clock_ts[8];
+	int64_t clock_id[64];
+	uint64_t clock_ts[64];
 	char primary_clock[64];
 	size_t system_infos;
 	char sysname[64], version[128], release[64], machine[64];
@@ -510,7 +510,7 @@ static void on_open(struct decoded *d, const char *name)
 {
 	if (!strcmp(name, "packet")) {
 		d->packets++;
-	} else if (!strcmp(name, "clocks") && d->nclocks < 8) {
+	} else if (!strcmp(name, "clocks") && d->nclocks < ARRAY_SIZE(d->clock_id)) {
 		d->clock_id[d->nclocks] = -1;
 		d->nclocks++;
 	} else if (!strcmp(name, "system_info")) {
@@ -676,7 +676,7 @@ static void decoded_free(struct decoded *d)
 static void check_metadata(const struct decoded *d, const char *what)
 {
 	bool boot = false, real = false, mono = false;
-	size_t i;
+	size_t i, track_clocks = 0;
 
 	CHECK(d->unknown_fields == 0, "%s: %zu fields unknown to the subset proto", what,
 	      d->unknown_fields);
@@ -691,9 +691,12 @@ static void check_metadata(const struct decoded *d, const char *what)
 			real = true;
 		if (d->clock_id[i] == 3 && d->clock_ts[i] == START_NS - 1234)
 			mono = true;
+		if (d->clock_id[i] == 64) /* a track sequence's, with the BOOTTIME it starts at */
+			track_clocks++;
 	}
-	CHECK(d->nclocks == 3 && boot && real && mono, "%s: clocks %zu boot %d real %d mono %d",
-	      what, d->nclocks, boot, real, mono);
+	CHECK(d->nclocks == 3 + 2 * track_clocks && boot && real && mono,
+	      "%s: clocks %zu (%zu of track sequences) boot %d real %d mono %d", what, d->nclocks, track_clocks, boot,
+	      real, mono);
 	CHECK(!strcmp(d->primary_clock, "BUILTIN_CLOCK_BOOTTIME"), "%s: primary clock '%s'", what,
 	      d->primary_clock);
 
@@ -1328,10 +1331,12 @@ static void check_fixture_tracks(const struct pd_node *root)
 {
 	const uint64_t acl = UINT64_C(0x4850000000000000) | 101, loader = UINT64_C(0x4850000000000000) | 102;
 	const uint64_t loader_faults = UINT64_C(0x4850200000000000) | 102;
+	const uint64_t acl_episodes = UINT64_C(0x4850300000000000) | 101;
 	struct slice sl[64];
 	const struct slice *read, *off, *futex, *ioctl, *mig, *mark, *memcg, *compact, *mmap, *spin, *f1, *f2;
-	size_t nsl, unmatched, described_acl = 0, described_loader = 0, described_faults = 0, early = 0, i, order = 0;
-	size_t acl_at = SIZE_MAX, loader_at = SIZE_MAX, faults_at = SIZE_MAX;
+	size_t nsl, unmatched, described_acl = 0, described_loader = 0, described_faults = 0, described_episodes = 0;
+	size_t early = 0, i, order = 0;
+	size_t acl_at = SIZE_MAX, loader_at = SIZE_MAX, faults_at = SIZE_MAX, episodes_at = SIZE_MAX;
 	const struct pd_node *pk, *td;
 	struct pd_tracks tr;
 
@@ -1355,6 +1360,12 @@ static void check_fixture_tracks(const struct pd_node *root)
 			described_faults++;
 			faults_at = order;
 		}
+		/* and acl_thread's stall episodes, on a child of its track */
+		if (pd_u64(td, "uuid") == acl_episodes && pd_u64(td, "parent_uuid") == acl &&
+		    pd_str_is(td, "name", "stall episodes") && !pd_child(td, "thread") && described_acl) {
+			described_episodes++;
+			episodes_at = order;
+		}
 	}
 	pd_read_tracks(root, &tr);
 	fixture_tracks = &tr;
@@ -1366,21 +1377,30 @@ static void check_fixture_tracks(const struct pd_node *root)
 		const struct pd_tev *e = &tr.ev[i];
 
 		if ((e->uuid == acl && e->order < acl_at) || (e->uuid == loader && e->order < loader_at) ||
-		    (e->uuid == loader_faults && e->order < faults_at))
+		    (e->uuid == loader_faults && e->order < faults_at) || (e->uuid == acl_episodes && e->order < episodes_at))
 			early++;
 		/* interned entries come with the packet that first uses them: no packet needs more */
 		CHECK(pd_value(e->packet, "sequence_flags") == NULL, "fixture: a track event needs incremental state");
 		CHECK(e->type, "fixture: a track event without a type");
 		CHECK(e->name || !strcmp(e->type, "TYPE_SLICE_END"), "fixture: a track event without a name");
 	}
-	CHECK(described_acl == 1 && described_loader == 1 && described_faults == 1,
-	      "fixture: thread tracks described %zu and %zu times, dataloader's page-fault track %zu times", described_acl,
-	      described_loader, described_faults);
+	CHECK(described_acl == 1 && described_loader == 1 && described_faults == 1 && described_episodes == 1,
+	      "fixture: thread tracks described %zu and %zu times, dataloader's page-fault track %zu times, "
+	      "acl_thread's stall episodes %zu times",
+	      described_acl, described_loader, described_faults, described_episodes);
 	CHECK(early == 0, "fixture: %zu track events before their track's descriptor", early);
 
 	nsl = make_slices(&tr, sl, ARRAY_SIZE(sl), &unmatched);
-	CHECK(tr.n == 22 && nsl == 12 && unmatched == 0, "fixture: %zu track events, %zu slices, %zu unmatched", tr.n,
+	/* 12 slices, and 6 stall episodes of acl_thread on its own track */
+	CHECK(tr.n == 34 && nsl == 18 && unmatched == 0, "fixture: %zu track events, %zu slices, %zu unmatched", tr.n,
 	      nsl, unmatched);
+	{
+		const struct slice *st = find_slice(sl, nsl, acl_episodes, "stall 30.0 ms: 30.0 RT");
+
+		CHECK(st && st->start == T0 + 900 * MS && st->end - st->start == 30 * MS && st->category &&
+			      !strcmp(st->category, "stall") && annotation_is(st, "duration_ns", "30000000"),
+		      "fixture: acl_thread's 30 ms stall episode, on its stall episodes track");
+	}
 
 	read = find_slice(sl, nsl, loader, "read");
 	CHECK(read && read->start == T0 + 400 * MS - 2 * US && read->end - read->start == 50 * MS + 12 * US &&

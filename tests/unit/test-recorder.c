@@ -7,7 +7,13 @@
  * rename makes known), every type of HP_RECORDS accepted at its size and malformed
  * records refused and counted, window ageing, the per-process and the global byte
  * budgets evicting oldest first and counting what they drop, and a process that exited
- * kept until its data ages out of the window.
+ * kept until its data ages out of the window; the exit record of a process's last thread
+ * ending it in the drain, and the records of a reused pid filed with its holder by time;
+ * as root, with processes of three other uids, the per-user budgets (a user's history is
+ * evicted only by its own processes or root's; user_procs refuses what the kernel starts
+ * watching of a user at its limit; what goes when root needs room in the watched map).
+ * A snapshot of records whose duration came out negative in the kernel (two programs'
+ * clock reads racing) is still built, with those durations as none.
  *
  * recorder_watch reads /proc/PID: the processes are this test and children that wait in
  * pause() until they are killed.
@@ -24,8 +30,10 @@
 #include "check.h"
 #include "log.h"
 #include "macro.h"
+#include "hps.h"
 #include "recorder.h"
 #include "records.h"
+#include "snapshot.h"
 #include "syscall_names.h"
 
 #define SEC 1000000000ull
@@ -38,7 +46,7 @@ union record {
 	uint64_t words[HP_MAX_RECORD / 8 + 8];
 };
 
-static pid_t children[4];
+static pid_t children[16];
 static size_t n_children;
 
 static const struct recorder_limits big = {
@@ -291,8 +299,13 @@ static void test_sizes(void)
 	CHECK_EQ_U64(ARRAY_SIZE(types), HP_EV_MAX - 1);
 	for (size_t i = 0; i < ARRAY_SIZE(types); i++) {
 		rec_init(&r, types[i].type, types[i].size, SEC + i);
-		CHECKF(recorder_append(rec, &r.hdr) == 0, "%s record of %zu bytes refused",
-		       record_name(types[i].type), types[i].size);
+		if (types[i].type == HP_EV_RAWSAMPLE || types[i].type == HP_EV_RAWUSTACK) {
+			/* the drain makes samples of them: never recorded as they are */
+			CHECK_EQ_INT(recorder_append(rec, &r.hdr), -EBADMSG);
+			refused++;
+		} else
+			CHECKF(recorder_append(rec, &r.hdr) == 0, "%s record of %zu bytes refused",
+			       record_name(types[i].type), types[i].size);
 		CHECKF(strcmp(record_name(types[i].type), "unknown"), "type %u has no name", types[i].type);
 		/* one word more or less is not that type */
 		rec_init(&r, types[i].type, types[i].size + 8, SEC);
@@ -301,7 +314,7 @@ static void test_sizes(void)
 		CHECK_EQ_INT(recorder_append(rec, &r.hdr), -EBADMSG);
 		refused += 2;
 	}
-	CHECK_EQ_U64(recorder_events(rec), HP_EV_MAX - 1);
+	CHECK_EQ_U64(recorder_events(rec), HP_EV_MAX - 3); /* all but HP_EV_RAWSAMPLE, HP_EV_RAWUSTACK */
 	events = recorder_events(rec);
 
 	/* no type, an unknown one */
@@ -485,15 +498,21 @@ static void on_gone(void *ud, struct proc_rec *p)
 	CHECK(p == ud);
 }
 
+static struct recorder *freed_rec;
+
+/* As watch.c's: is any history of pid left? (Under ASan or valgrind: the freed process
+ * is not looked at.) */
 static void on_freed(void *ud, uint32_t pid)
 {
 	freed_calls++;
 	freed_pid = pid;
+	if (freed_rec)
+		CHECK(recorder_find(freed_rec, pid) == NULL);
 }
 
 static void test_exited(void)
 {
-	struct recorder *rec = recorder_new(&big);
+	struct recorder *rec = freed_rec = recorder_new(&big);
 	uint32_t self = getpid(), child = spawn_child();
 	struct proc_rec *p, *me;
 
@@ -547,6 +566,367 @@ static void test_exited(void)
 	CHECK_EQ_U64(freed_pid, self);
 	CHECK_EQ_U64(recorder_count(rec), 0);
 	CHECK_EQ_U64(gone_calls, 1);
+	freed_rec = NULL;
+	recorder_free(rec);
+}
+
+static int append_exit(struct recorder *rec, uint32_t pid, uint32_t tid, uint32_t flags, uint64_t ts)
+{
+	union record r;
+	struct hp_exit *e = rec_init(&r, HP_EV_EXIT, sizeof(*e), ts);
+
+	e->tid = tid;
+	e->pid = pid;
+	e->flags = flags;
+	return recorder_append(rec, &r.hdr);
+}
+
+static int append_fork(struct recorder *rec, uint32_t parent, uint32_t child, uint64_t ts)
+{
+	union record r;
+	struct hp_fork *e = rec_init(&r, HP_EV_FORK, sizeof(*e), ts);
+
+	e->parent_tid = e->parent_pid = parent;
+	e->child_tid = e->child_pid = child;
+	memcpy(e->comm, "child", 6);
+	return recorder_append(rec, &r.hdr);
+}
+
+static struct recorder *hook_rec;
+
+static bool recorder_find_live_in_hook(const struct proc_rec *p)
+{
+	return recorder_find_live(hook_rec, p->info.pid) == p;
+}
+
+static size_t exited_calls;
+static struct proc_rec *exited_last;
+
+static void on_exited(void *ud, struct proc_rec *p)
+{
+	exited_calls++;
+	exited_last = p;
+	CHECK(ud == &exited_calls);
+	CHECK(p->exit_ns && !recorder_find_live_in_hook(p));
+}
+
+/*
+ * The exit of a process's last thread, seen in the drain: the process ends there (not at
+ * the next tick), and records of its pid are filed by time: those older than the exit
+ * with it (the rings are drained unordered), newer ones with the pid's next holder.
+ */
+static void test_exit_record(void)
+{
+	struct recorder *rec = recorder_new(&big);
+	uint32_t self = getpid(), child = spawn_child();
+	struct proc_rec *p, *next;
+
+	recorder_set_hooks(rec, &(struct recorder_hooks){ .gone = on_exited, .ud = &exited_calls });
+	hook_rec = rec;
+	CHECK_EQ_INT(recorder_watch(rec, self, HP_WATCH_PID, 0, SEC, NULL), 0);
+	CHECK_EQ_INT(recorder_watch(rec, child, HP_WATCH_PID, 0, SEC, &p), 0);
+	append_migrate(rec, child, 2 * SEC);
+
+	/* a thread that is not the last: nothing ends */
+	append_exit(rec, child, child + 1, 0, 3 * SEC);
+	CHECK_EQ_U64(exited_calls, 0);
+	CHECK(recorder_find_live(rec, child) == p);
+	/* its last thread */
+	append_exit(rec, child, child, HP_EXIT_GROUP, 4 * SEC);
+	CHECK_EQ_U64(exited_calls, 1);
+	CHECK(exited_last == p);
+	CHECK_EQ_U64(p->exit_ns, 4 * SEC);
+	CHECK(recorder_find_live(rec, child) == NULL);
+	CHECK_EQ_U64(p->events, 3);
+	/* a record from before its exit, drained after it, is still its */
+	append_migrate(rec, child, 4 * SEC - 1);
+	CHECK_EQ_U64(p->events, 4);
+	/* after it, with no new holder: nobody's, and counted (the drop cause no_process) */
+	{
+		uint64_t unowned = recorder_unowned(rec);
+
+		append_migrate(rec, child, 5 * SEC);
+		CHECK_EQ_U64(p->events, 4);
+		CHECK_EQ_U64(recorder_unowned(rec), unowned + 1);
+	}
+	/* its dying thread's switch after the exit record (it frees its memory, blocks in D):
+	 * /proc still shows the same process, so it is its own, and watches nothing new */
+	{
+		union record r;
+		struct hp_switch *sw = rec_init(&r, HP_EV_SWITCH, sizeof(*sw), 5 * SEC);
+
+		sw->prev_tid = sw->prev_pid = child;
+		sw->prev_state = 0x2;
+		sw->flags = HP_SW_PREV_WATCHED;
+		CHECK_EQ_INT(recorder_append(rec, &r.hdr), 0);
+		CHECK(recorder_find_live(rec, child) == NULL);
+		CHECK_EQ_U64(p->events, 5);
+	}
+	/* the tick does not find it gone again */
+	recorder_tick(rec, 5 * SEC, on_gone, on_freed, NULL);
+	CHECK_EQ_U64(gone_calls, 1); /* test_exited's one */
+
+	/* a watched process forks a child that gets the pid again: a new process (its first
+	 * switch, on another CPU's ring, drained before the fork: still a child). The old
+	 * holder is made another process than the one /proc shows now (its start time). */
+	p->info.start_time--;
+	/* but its dying thread's last switch-out (Z), drained after that: still its own */
+	{
+		union record r;
+		struct hp_switch *sw = rec_init(&r, HP_EV_SWITCH, sizeof(*sw), 5 * SEC + 5);
+
+		sw->prev_tid = sw->prev_pid = child;
+		sw->prev_state = 0x20;
+		sw->flags = HP_SW_PREV_WATCHED;
+		CHECK_EQ_INT(recorder_append(rec, &r.hdr), 0);
+		CHECK(recorder_find_live(rec, child) == NULL);
+		CHECK_EQ_U64(p->events, 6);
+	}
+	{
+		union record r;
+		struct hp_switch *sw = rec_init(&r, HP_EV_SWITCH, sizeof(*sw), 6 * SEC + 10);
+
+		sw->prev_tid = sw->prev_pid = child;
+		sw->flags = HP_SW_PREV_WATCHED;
+		CHECK_EQ_INT(recorder_append(rec, &r.hdr), 0);
+		CHECK(recorder_find_live(rec, child) && recorder_find_live(rec, child)->reason == HP_WATCH_GLOB);
+	}
+	append_fork(rec, self, child, 6 * SEC);
+	next = recorder_find_live(rec, child);
+	CHECK(next && next != p);
+	CHECK_EQ_U64(next->pid_free_ns, 4 * SEC);
+	CHECK_EQ_U64(next->reason, HP_WATCH_CHILD);
+	CHECK_EQ_U64(next->parent, self);
+	{
+		char why[48];
+
+		snprintf(why, sizeof(why), "child of %u", self);
+		CHECK_STR(next->why, why);
+	}
+	append_migrate(rec, child, 7 * SEC);
+	CHECK_EQ_U64(next->events, 2);
+	append_migrate(rec, child, 4 * SEC - 2); /* the old holder's, drained late */
+	CHECK_EQ_U64(next->events, 2);
+	CHECK_EQ_U64(p->events, 7);
+	CHECK_EQ_U64(exited_calls, 1);
+
+	/* a fork that hands out the pid of a live process watched before it: that one's
+	 * exit record was lost, but it is the same process here (its start time): kept */
+	append_fork(rec, self, child, 8 * SEC);
+	CHECK(recorder_find_live(rec, child) == next);
+	CHECK_EQ_U64(exited_calls, 1);
+	kill_child(child);
+	recorder_free(rec);
+}
+
+/* A child that waits, as uid (root only). */
+static pid_t spawn_child_as(uid_t uid)
+{
+	pid_t pid = fork();
+
+	if (pid < 0) {
+		perror("test-recorder: fork");
+		exit(1);
+	}
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	children[n_children++] = pid;
+	/* until it is uid's (it may not have dropped yet) */
+	for (int i = 0; i < 1000; i++) {
+		struct proc_info info;
+
+		if (proc_read_info(pid, &info) == 0 && info.cred.uid == uid)
+			break;
+		usleep(1000);
+	}
+	return pid;
+}
+
+static size_t refused_calls;
+static uint32_t refused_pid, refused_uid;
+
+static void on_refused(void *ud, uint32_t pid, uint32_t uid)
+{
+	refused_calls++;
+	refused_pid = pid;
+	refused_uid = uid;
+}
+
+#define UID_A 65534
+#define UID_B 65533
+#define UID_C 65532
+
+/*
+ * Per-user budgets: a user's history is evicted only by that user's own processes or by
+ * root's (from the user that holds the most); a user with no room it may take loses its
+ * own records, counted; user_procs limits what the kernel starts watching by itself.
+ */
+static void test_user_quotas(void)
+{
+	const struct recorder_limits lim = {
+		.window_ns = 1000 * SEC,
+		.buffer_bytes = 64 * RECORDER_CHUNK,
+		.memory_bytes = 8 * RECORDER_CHUNK,
+		.host_bytes = RECORDER_CHUNK,
+		.user_bytes = 3 * RECORDER_CHUNK,
+		.user_procs = 2,
+	};
+	struct recorder *rec;
+	uint32_t self = getpid(), a1, a2, a3, b1, b2, c1;
+	struct proc_rec *pa1, *pa2, *pb1, *pc1, *me, *pb2;
+	struct recorder_user ua, ub, uc;
+	uint64_t ts = 10 * SEC;
+
+	if (geteuid() != 0) {
+		printf("test-recorder: not root: the per-user quotas need processes of other uids, not checked\n");
+		return;
+	}
+	rec = recorder_new(&lim);
+	recorder_set_hooks(rec, &(struct recorder_hooks){ .refused = on_refused });
+	a1 = spawn_child_as(UID_A);
+	a2 = spawn_child_as(UID_A);
+	a3 = spawn_child_as(UID_A);
+	b1 = spawn_child_as(UID_B);
+	b2 = spawn_child_as(UID_B);
+	c1 = spawn_child_as(UID_C);
+	CHECK_EQ_INT(recorder_watch(rec, self, HP_WATCH_PID, 0, SEC, &me), 0);
+	CHECK_EQ_INT(recorder_watch(rec, a1, HP_WATCH_PID, 0, SEC, &pa1), 0);
+	CHECK_EQ_INT(recorder_watch(rec, a2, HP_WATCH_PID, 0, SEC, &pa2), 0);
+	CHECK_EQ_INT(recorder_watch(rec, b1, HP_WATCH_PID, 0, SEC, &pb1), 0);
+	CHECK_EQ_INT(recorder_watch(rec, c1, HP_WATCH_PID, 0, SEC, &pc1), 0);
+	CHECK_EQ_U64(pa1->info.cred.uid, UID_A);
+
+	/* B holds 2 chunks; A writes 5: its budget is 3, B keeps its 2 */
+	fill_chunk(rec, b1, ts);
+	fill_chunk(rec, b1, ts += SEC);
+	for (int i = 0; i < 5; i++)
+		fill_chunk(rec, i % 2 ? a2 : a1, ts += SEC);
+	recorder_user(rec, UID_A, &ua);
+	recorder_user(rec, UID_B, &ub);
+	CHECK_EQ_U64(ua.bytes, 3 * RECORDER_CHUNK);
+	CHECK_EQ_U64(ub.bytes, 2 * RECORDER_CHUNK);
+	CHECK_EQ_U64(chunks_of(pb1), 2);
+	CHECK_EQ_U64(pb1->evicted, 0);
+	CHECK_EQ_U64(pa1->evicted + pa2->evicted, 2 * MIGRATES_PER_CHUNK);
+	CHECK_EQ_U64(ua.live, 2);
+
+	/* root fills the rest (3 chunks: 8 in all), then 2 more: each from the user with the
+	 * most, A (3, as much as root) and then root itself (3 to A's 2) */
+	for (int i = 0; i < 3; i++)
+		fill_chunk(rec, self, ts += SEC);
+	CHECK_EQ_U64(recorder_bytes(rec), 8 * RECORDER_CHUNK);
+	fill_chunk(rec, self, ts += SEC);
+	fill_chunk(rec, self, ts += SEC);
+	recorder_user(rec, UID_A, &ua);
+	recorder_user(rec, UID_B, &ub);
+	CHECK_EQ_U64(ua.bytes, 2 * RECORDER_CHUNK);
+	CHECK_EQ_U64(ub.bytes, 2 * RECORDER_CHUNK);
+	CHECK_EQ_U64(chunks_of(me), 4);
+
+	/* the memory is full: B's next chunk is made of its own oldest, nobody else's */
+	fill_chunk(rec, b1, ts += SEC);
+	recorder_user(rec, UID_A, &ua);
+	recorder_user(rec, UID_B, &ub);
+	CHECK_EQ_U64(ub.bytes, 2 * RECORDER_CHUNK);
+	CHECK_EQ_U64(pb1->evicted, MIGRATES_PER_CHUNK);
+	CHECK_EQ_U64(ua.bytes, 2 * RECORDER_CHUNK);
+	CHECK_EQ_U64(chunks_of(me), 4);
+	/* C holds nothing: with the memory full of others' history, its record is dropped */
+	CHECK_EQ_INT(append_migrate(rec, c1, ts += SEC), 0);
+	recorder_user(rec, UID_C, &uc);
+	CHECK_EQ_U64(pc1->evicted, 1);
+	CHECK_EQ_U64(pc1->events, 0);
+	CHECK_EQ_U64(uc.dropped, 1);
+	CHECK_EQ_U64(uc.bytes, 0);
+	CHECK_EQ_U64(recorder_bytes(rec), 8 * RECORDER_CHUNK);
+	CHECK_EQ_U64(chunks_of(pb1) + chunks_of(pa1) + chunks_of(pa2) + chunks_of(me), 8);
+
+	/* user_procs: A has 2 live; what the kernel starts watching of A's is refused */
+	CHECK(recorder_user_over_quota(rec, UID_A));
+	CHECK(!recorder_user_over_quota(rec, UID_B));
+	CHECK(!recorder_user_over_quota(rec, 0));
+	append_fork(rec, a1, a3, ts += SEC);
+	CHECK_EQ_U64(refused_calls, 1);
+	CHECK_EQ_U64(refused_pid, a3);
+	CHECK_EQ_U64(refused_uid, UID_A);
+	CHECK(recorder_find(rec, a3) == NULL);
+	append_migrate(rec, a3, ts += SEC);
+	CHECK_EQ_U64(refused_calls, 1); /* a record of a pid that is not watched: no process made */
+	append_fork(rec, a1, a3, ts += SEC);
+	CHECK_EQ_U64(refused_calls, 2); /* watched anew in the kernel: refused anew */
+	recorder_user(rec, UID_A, &ua);
+	CHECK_EQ_U64(ua.refused, 2);
+	CHECK_EQ_U64(ua.live, 2);
+	/* B has room for one more: its child is watched, and is what goes for root's watch */
+	CHECK(recorder_quota_victim(rec) == NULL); /* A's are by request, B has none from the kernel */
+	append_fork(rec, b1, b2, ts += SEC);
+	pb2 = recorder_find_live(rec, b2);
+	CHECK(pb2 && pb2->reason == HP_WATCH_CHILD);
+	CHECK(recorder_quota_victim(rec) == pb2);
+	recorder_stop(rec, pb2, ts);
+	recorder_user(rec, UID_B, &ub);
+	CHECK_EQ_U64(ub.live, 1);
+	CHECK(recorder_quota_victim(rec) == NULL);
+
+	recorder_free(rec);
+	kill_child(a1);
+	kill_child(a2);
+	kill_child(a3);
+	kill_child(b1);
+	kill_child(b2);
+	kill_child(c1);
+}
+
+/* A record whose duration wrapped (its program read the clock before another of the
+ * thread's own, which it raced) must not make the snapshot of its process inconsistent:
+ * once, every later snapshot of the process failed with EINVAL. */
+static void test_negative_duration(void)
+{
+	struct recorder *rec = recorder_new(&big);
+	struct snapshot_ctx ctx = { .end_ns = 4 * SEC };
+	uint32_t self = getpid();
+	Hostprof__Snapshot *snap = NULL;
+	uint8_t *data = NULL;
+	uint64_t events = 0;
+	struct proc_rec *p;
+	size_t len = 0;
+	union record r;
+	struct hp_faults *f;
+	struct hp_offcpu *o;
+
+	CHECK_EQ_INT(recorder_watch(rec, self, HP_WATCH_PID, 0, SEC, &p), 0);
+	f = rec_init(&r, HP_EV_FAULTS, sizeof(*f), 2 * SEC);
+	f->tid = f->pid = self;
+	f->minor = 3;
+	f->dur_ns = (uint64_t)-1500; /* 1.5 us before it began */
+	CHECK_EQ_INT(recorder_append(rec, &r.hdr), 0);
+	f = rec_init(&r, HP_EV_FAULTS, sizeof(*f), 3 * SEC);
+	f->tid = f->pid = self;
+	f->minor = 1;
+	f->dur_ns = 7000;
+	CHECK_EQ_INT(recorder_append(rec, &r.hdr), 0);
+	o = rec_init(&r, HP_EV_OFFCPU, sizeof(*o), 3 * SEC);
+	o->tid = o->pid = self;
+	o->dur_ns = UINT64_MAX;
+	CHECK_EQ_INT(recorder_append(rec, &r.hdr), 0);
+
+	CHECK_EQ_INT(snapshot_build(p, &ctx, &data, &len, &events), 0);
+	CHECK_EQ_U64(events, 3);
+	CHECK_EQ_INT(hps_unpack(data, len, &snap), 0);
+	CHECK(snap && snap->faults && snap->faults->n_dur_ns == 2);
+	if (snap && snap->faults && snap->faults->n_dur_ns == 2) {
+		CHECK_EQ_U64(snap->faults->dur_ns[0], 0);
+		CHECK_EQ_U64(snap->faults->minor[0], 3); /* the counts are kept */
+		CHECK_EQ_U64(snap->faults->dur_ns[1], 7000);
+	}
+	CHECK(snap && snap->offcpu && snap->offcpu->n_dur_ns == 1 && snap->offcpu->dur_ns[0] == 0);
+	hps_free(snap);
+	free(data);
 	recorder_free(rec);
 }
 
@@ -565,6 +945,9 @@ int main(void)
 	test_process_budget();
 	test_global_budget();
 	test_exited();
+	test_exit_record();
+	test_user_quotas();
+	test_negative_duration();
 	while (n_children)
 		kill_child(children[0]);
 	return check_summary();

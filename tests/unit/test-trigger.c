@@ -192,6 +192,13 @@ static void feed_irq(uint64_t ts_ns, uint64_t v)
 	feed_irq_flags(ts_ns, v, HP_IRQ_RUNNING);
 }
 
+static void feed_gil(uint64_t ts_ns, uint64_t v)
+{
+	struct hp_gil e = { .dur_ns = v, .tid = self, .pid = self, .holder_tid = self, .waits = 1 };
+
+	feed(&e.hdr, HP_EV_GIL, sizeof(e), ts_ns);
+}
+
 /* ---- triggers ---- */
 
 static struct trigger_def def(const char *name, enum trigger_kind kind, const char *threads,
@@ -266,6 +273,7 @@ static const struct kind_case {
 	{ TRIGGER_RECLAIM, 2 * MS, feed_reclaim, "spent 2.0 ms in direct reclaim (order 2)" },
 	{ TRIGGER_LOCK, 2 * MS, feed_lock, "waited 2.0 ms for a kernel mmap_lock" },
 	{ TRIGGER_IRQ, 2 * MS, feed_irq, "lost 2.0 ms of CPU 0 to nvme0q1 IRQ 42" },
+	{ TRIGGER_GIL, 2 * MS, feed_gil, "waited 2.0 ms for the GIL, held by" },
 };
 
 /* Each kind: under its threshold nothing, at it one snapshot, whose marker says why. */

@@ -15,7 +15,12 @@
  *            -ECANCELED, the result of one that finishes within its budget meanwhile; one
  *            stuck past its budget is left to its thread, never done;
  *   fork     in a forked child submit and dispatch fail with -ECHILD and free leaves the
- *            worker alone; the parent's worker goes on.
+ *            worker alone; the parent's worker goes on;
+ *   forkgate worker_fork_begin is refused while an item runs, and from then on no item is
+ *            taken: once the running one returns it succeeds, with the next item still
+ *            queued, which runs after worker_fork_end; a begin given up (its end without a fork)
+ *            lets the queue run again too; an item stuck past its budget does not close
+ *            the gate.
  */
 #include <errno.h>
 #include <poll.h>
@@ -357,6 +362,61 @@ static void test_fork(void)
 	worker_free(w);
 }
 
+static void test_forkgate(void)
+{
+	struct worker *w = new_worker(4);
+	struct job a = { .gated = true, .ret = 1 }, b = { .ret = 2 }, c = { .gated = true, .ret = 3 }, d = { .ret = 4 };
+	struct job e = { .gated = true, .ret = 5 };
+	uint64_t end;
+	int r;
+
+	/* nothing runs: the gate opens at once */
+	CHECK_EQ_INT(worker_fork_begin(w), 0);
+	worker_fork_end(w);
+	CHECK_EQ_INT(worker_fork_begin(NULL), 0);
+	worker_fork_end(NULL);
+
+	CHECK_EQ_INT(worker_submit(w, LONG_NS, work, done, &a), 0);
+	CHECK(pump_until(w, &a.started, 0));
+	CHECK_EQ_INT(worker_fork_begin(w), -EBUSY);
+	CHECK_EQ_INT(worker_submit(w, LONG_NS, work, done, &b), 0);
+	open_gate(&a);
+	CHECK(pump_until(w, NULL, 1));
+	/* a is done; b is not taken while the fork waits: the gate opens */
+	end = now_ms() + WAIT_MS;
+	while ((r = worker_fork_begin(w)) == -EBUSY && now_ms() < end)
+		usleep(1000);
+	CHECK_EQ_INT(r, 0);
+	usleep(50 * 1000);
+	CHECK(!get(&b.started));
+	worker_fork_end(w);
+	CHECK(pump_until(w, NULL, 2));
+	CHECK_EQ_INT(b.done_r, 2);
+
+	/* a begin given up: the queue runs again */
+	CHECK_EQ_INT(worker_submit(w, LONG_NS, work, done, &c), 0);
+	CHECK(pump_until(w, &c.started, 0));
+	CHECK_EQ_INT(worker_fork_begin(w), -EBUSY);
+	CHECK_EQ_INT(worker_submit(w, LONG_NS, work, done, &d), 0);
+	open_gate(&c);
+	CHECK(pump_until(w, NULL, 3));
+	usleep(50 * 1000);
+	CHECK(!get(&d.started));
+	worker_fork_end(w);
+	CHECK(pump_until(w, NULL, 4));
+	CHECK_EQ_INT(d.done_r, 4);
+
+	/* a thread stuck past its budget (a read that never returns) keeps no fork waiting */
+	CHECK_EQ_INT(worker_submit(w, SHORT_NS, work, done, &e), 0);
+	CHECK(pump_until_stuck(w, 1));
+	CHECK_EQ_INT(worker_fork_begin(w), 0);
+	worker_fork_end(w);
+	open_gate(&e);
+	CHECK(pump_until(w, NULL, 5));
+	CHECK_EQ_INT(e.done_r, -ETIME);
+	worker_free(w);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -364,7 +424,7 @@ int main(int argc, char **argv)
 		void (*fn)(void);
 	} tests[] = {
 		{ "done", test_done }, { "full", test_full }, { "budget", test_budget },
-		{ "free", test_free }, { "fork", test_fork },
+		{ "free", test_free }, { "fork", test_fork }, { "forkgate", test_forkgate },
 	};
 
 	main_thread = pthread_self();

@@ -30,7 +30,8 @@
  *	switched_gaps (another task ran, ksoftirqd included); sent (datagrams), netrx_c
  *	(NET_RX softirqs on C, from /proc/softirqs), rps_ipis_c and rx_packets_c (from
  *	/proc/net/softnet_stat: RPS wake-ups of C, packets C processed), udp_rcvbuf_errors
- *	(datagrams dropped at the socket, /proc/net/snmp of the namespace). --no-flood: the
+ *	(datagrams dropped at the socket, /proc/net/snmp of the namespace); start_mono_ns and
+ *	end_mono_ns, the window in CLOCK_MONOTONIC (perf's -k monotonic). --no-flood: the
  *	same without the flood, the baseline.
  *
  * reclaim [--mb N] [--dir D]
@@ -1137,7 +1138,7 @@ int main(int argc, char **argv)
 	long long netrx0 = -1, netrx1 = -1, rcverr0 = -1;
 	struct softnet sn0 = { -1, -1 }, sn1 = { -1, -1 };
 	struct memcg_counters mc0, mc1;
-	uint64_t start_ns, end_ns;
+	uint64_t start_ns, end_ns, start_mono = 0, end_mono = 0;
 	void *(*watched_main)(void *) = NULL;
 
 	parse_args(argc, argv);
@@ -1201,13 +1202,15 @@ int main(int argc, char **argv)
 	}
 	pthread_mutex_lock(&go_mu);
 	start_ns = clock_ns(CLOCK_BOOTTIME);
-	deadline_mono = mono_ns() + opt_duration_ms * 1000000ull;
+	start_mono = mono_ns();
+	deadline_mono = start_mono + opt_duration_ms * 1000000ull;
 	go = true;
 	pthread_cond_broadcast(&go_cv);
 	pthread_mutex_unlock(&go_mu);
 
 	pthread_join(watched, NULL);
 	end_ns = clock_ns(CLOCK_BOOTTIME);
+	end_mono = mono_ns();
 	if (mode == M_SOFTIRQ) {
 		/* the flood's last softirqs count: read before it stops */
 		netrx1 = netrx_count((int)opt_cpu);
@@ -1222,6 +1225,8 @@ int main(int argc, char **argv)
 	switch (mode) {
 	case M_SOFTIRQ:
 		printf("cpu=%ld\nflood_cpu=%ld\n", opt_cpu, opt_flood_cpu);
+		printf("start_mono_ns=%llu\nend_mono_ns=%llu\n", (unsigned long long)start_mono,
+		       (unsigned long long)end_mono);
 		printf("spun_ns=%llu\n", (unsigned long long)spun_ns);
 		printf("lost_ns=%llu\n", (unsigned long long)lost_ns);
 		printf("gaps=%llu\n", (unsigned long long)n_gaps);

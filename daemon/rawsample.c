@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* On-CPU samples whose user stack is unwound as they are drained; see rawsample.h. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "macro.h"
+#include "rawsample.h"
+#include "symbolize.h"
+
+_Static_assert(HP_RAW_REGS == UNWIND_REGS, "hp_rawsample's registers are the unwinder's, by DWARF number");
+
+static void regs_of(const struct hp_rawsample *raw, struct unwind_regs *regs)
+{
+	memcpy(regs->r, raw->regs, sizeof(regs->r));
+	regs->valid = raw->regs_valid & ((1ull << UNWIND_REGS) - 1);
+}
+
+const struct hp_hdr *rawsample_unwind(struct symbolizer *sym, const struct hp_rawsample *raw,
+				      union rawsample_out *out)
+{
+	const __u64 *fp = raw->frames + raw->kstack_len;
+	const void *stack = raw->frames + raw->kstack_len + raw->ustack_len;
+	size_t k = MIN((size_t)raw->kstack_len, HP_MAX_STACK), u = 0;
+	struct hp_sample *e = &out->sample;
+	struct unwind_result res = { .fp_kept = true };
+	struct unwind_regs regs = {};
+	uint64_t flags = raw->stack_flags;
+
+	if (sym)
+		symbolizer_count_copy(sym, raw->hdr.size);
+	e->hdr = raw->hdr;
+	e->hdr.type = HP_EV_SAMPLE;
+	e->tid = raw->tid;
+	e->pid = raw->pid;
+	memcpy(e->frames, raw->frames, k * sizeof(__u64));
+	regs_of(raw, &regs);
+	if (sym)
+		u = symbolizer_sample_stack(sym, raw->pid, &regs, stack, raw->stack_len, (const uint64_t *)fp,
+					    raw->ustack_len, (uint64_t *)(e->frames + k), HP_MAX_STACK, &res);
+	if (res.fp_kept) {
+		u = MIN((size_t)raw->ustack_len, HP_MAX_STACK);
+		memcpy(e->frames + k, fp, u * sizeof(__u64));
+	} else {
+		/* the frame-pointer walk's truncation and failure are not this stack's */
+		flags &= ~(uint64_t)(HP_STACK_UTRUNC | HP_STACK_UFAIL);
+		if (res.stop == UNWIND_DEPTH)
+			flags |= HP_STACK_UTRUNC;
+		if (!u)
+			flags |= HP_STACK_UFAIL;
+	}
+	e->kstack_len = k;
+	e->ustack_len = u;
+	e->stack_flags = flags;
+	e->hdr.size = sizeof(*e) + (k + u) * sizeof(__u64);
+	return &e->hdr;
+}
+
+#define USTACK_SLOTS 1024 /* threads whose latest copy is kept: ~0.5 MiB */
+#define USTACK_HELD 64     /* copies held for a second unwind, ~17 KiB each */
+
+struct ustack_slot {
+	uint32_t tid;
+	uint64_t pc;
+	struct unwind_result res;
+	uint64_t frames[HP_MAX_STACK];
+	/* the copy itself, while its unwind stopped at a mapping not read yet: the thread
+	 * may block from that place for long, its walk reused, no new copy made */
+	struct hp_rawsample *held;
+};
+
+struct rawustacks {
+	struct ustack_slot slots[USTACK_SLOTS];
+	size_t n_held;
+};
+
+struct rawustacks *rawustacks_new(void)
+{
+	return calloc(1, sizeof(struct rawustacks));
+}
+
+static void slot_release(struct rawustacks *u, struct ustack_slot *slot)
+{
+	if (slot->held) {
+		free(slot->held);
+		slot->held = NULL;
+		u->n_held--;
+	}
+}
+
+void rawustacks_free(struct rawustacks *u)
+{
+	if (!u)
+		return;
+	for (size_t i = 0; i < USTACK_SLOTS; i++)
+		slot_release(u, &u->slots[i]);
+	free(u);
+}
+
+static void slot_unwind(struct ustack_slot *slot, struct symbolizer *sym, const struct hp_rawsample *raw)
+{
+	const void *stack = raw->frames + raw->kstack_len + raw->ustack_len;
+	struct unwind_regs regs;
+
+	slot->tid = 0;
+	regs_of(raw, &regs);
+	if (symbolizer_unwind(sym, raw->pid, &regs, stack, raw->stack_len, slot->frames, HP_MAX_STACK, &slot->res) < 0 ||
+	    !slot->res.n)
+		return;
+	slot->pc = slot->frames[0]; /* the pc: where the frame-pointer walk begins too */
+	slot->tid = raw->tid;
+}
+
+void rawustack_note(struct rawustacks *u, struct symbolizer *sym, const struct hp_rawsample *raw)
+{
+	struct ustack_slot *slot = &u->slots[raw->tid % USTACK_SLOTS];
+
+	slot_release(u, slot);
+	slot->tid = 0;
+	if (!sym)
+		return;
+	symbolizer_count_copy(sym, raw->hdr.size);
+	slot_unwind(slot, sym, raw);
+	if (slot->tid && slot->res.stop == UNWIND_NO_MAPPING && u->n_held < USTACK_HELD) {
+		slot->held = malloc(raw->hdr.size);
+		if (slot->held) {
+			memcpy(slot->held, raw, raw->hdr.size);
+			u->n_held++;
+		}
+	}
+}
+
+const struct hp_hdr *rawustack_apply(struct rawustacks *u, struct symbolizer *sym, const struct hp_hdr *rec,
+				     union rawustack_out *out)
+{
+	struct ustack_slot *slot;
+	size_t base, k = 0, n;
+	const __u64 *fp;
+	uint32_t tid, flags;
+	uint16_t nfp;
+
+	if (rec->type == HP_EV_OFFCPU) {
+		const struct hp_offcpu *e = (const void *)rec;
+
+		tid = e->tid, k = e->kstack_len, nfp = e->ustack_len, flags = e->stack_flags, fp = e->frames + k;
+		base = sizeof(*e);
+	} else if (rec->type == HP_EV_USTACK) {
+		const struct hp_ustack *e = (const void *)rec;
+
+		tid = e->tid, nfp = e->ustack_len, flags = e->stack_flags, fp = e->frames;
+		base = sizeof(*e);
+	} else
+		return rec;
+	if (!nfp || !sym)
+		return rec;
+	slot = &u->slots[tid % USTACK_SLOTS];
+	/* its mappings may be known now */
+	if (slot->tid == tid && slot->held && slot->pc == fp[0]) {
+		slot_unwind(slot, sym, slot->held);
+		if (slot->res.stop != UNWIND_NO_MAPPING)
+			slot_release(u, slot);
+	}
+	if (slot->tid != tid || slot->pc != fp[0] || symbolizer_keep_fp(sym, &slot->res, nfp)) {
+		symbolizer_count_offcpu(sym, false);
+		return rec;
+	}
+	n = MIN(slot->res.n, (size_t)HP_MAX_STACK);
+	memcpy(out->words, rec, base + k * sizeof(__u64));
+	memcpy((uint8_t *)out->words + base + k * sizeof(__u64), slot->frames, n * sizeof(__u64));
+	flags &= ~(uint32_t)(HP_STACK_UTRUNC | HP_STACK_UFAIL);
+	if (slot->res.stop == UNWIND_DEPTH)
+		flags |= HP_STACK_UTRUNC;
+	if (rec->type == HP_EV_OFFCPU) {
+		struct hp_offcpu *e = (void *)out->words;
+
+		e->ustack_len = n;
+		e->stack_flags = flags;
+	} else {
+		struct hp_ustack *e = (void *)out->words;
+
+		e->ustack_len = n;
+		e->stack_flags = flags;
+	}
+	out->hdr.size = base + (k + n) * sizeof(__u64);
+	symbolizer_count_offcpu(sym, true);
+	return &out->hdr;
+}
