@@ -56,6 +56,8 @@
  *	of its charges reclaims the helper's page cache, in its own context, and waits there
  *	for its writeback. planted_ns, cause_ns:
  *	its time in the touch loops (reclaim, and the faults and the zeroing themselves).
+ *	enomem: the writes that found the cgroup full (a disk stall: nothing to free) and
+ *	were tried again.
  * irq [--flood-cpu F]
  *	Needs a network namespace whose lo steers its receive work to C through RPS (the
  *	battery: hp_netns_exec C). Two helper threads on F (default O), --helper and
@@ -131,6 +133,7 @@ struct shared {
 	atomic_ullong cause_ns;
 	atomic_ullong count;
 	atomic_int dispatch_tid;
+	atomic_ullong enomem; /* reclaim: writes that found the cgroup full and were retried */
 };
 
 static struct shared *sh;
@@ -405,6 +408,29 @@ static void busy_helper(void)
 		spin_until(now_ns() + MS_NS);
 }
 
+/* Writes 1 MiB at off. A write that finds the cgroup full, with nothing it can free (a
+ * stalled disk, its page cache all under writeback; the battery's cgroup does not OOM-kill,
+ * hp_memcg_run) fails with ENOMEM, and is tried again a millisecond later: the retries
+ * are what frees the cgroup again when writeback completes. */
+static bool reclaim_write(int fd, const char *buf, off_t off)
+{
+	size_t done = 0;
+
+	while (done < (1 << 20)) {
+		ssize_t n = pwrite(fd, buf + done, (1 << 20) - done, off + (off_t)done);
+
+		if (n < 0 && (errno == ENOMEM || errno == EINTR)) {
+			atomic_fetch_add(&sh->enomem, 1);
+			sleep_ns(MS_NS);
+			continue;
+		}
+		if (n <= 0)
+			return false;
+		done += (size_t)n;
+	}
+	return true;
+}
+
 /* Writes the file over and over: the cgroup fills with dirty page cache, which its
  * reclaim must write back, or wait for, before it can reuse it. */
 static void reclaim_helper(void)
@@ -418,7 +444,7 @@ static void reclaim_helper(void)
 	memset(buf, 'y', sizeof(buf));
 	while (!(atomic_load(&sh->phase) >= 3 || getppid() == 1)) {
 		for (long i = 0; i < opt_mb && atomic_load(&sh->phase) < 3; i++)
-			if (pwrite(fd, buf, sizeof(buf), (off_t)i << 20) < 0)
+			if (!reclaim_write(fd, buf, (off_t)i << 20))
 				_exit(1);
 	}
 }
@@ -1004,7 +1030,7 @@ int main(int argc, char **argv)
 			die(opt_file);
 		memset(buf, 'x', sizeof(buf));
 		for (long i = 0; i < opt_mb; i++)
-			if (write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf)) {
+			if (!reclaim_write(fd, buf, (off_t)i << 20)) {
 				unlink(opt_file);
 				die("write");
 			}
@@ -1096,6 +1122,8 @@ int main(int argc, char **argv)
 			       (unsigned long long)atomic_load(&sent));
 		else
 			printf("count=%llu\n", (unsigned long long)atomic_load(&sh->count));
+		if (!strcmp(opt_mode, "reclaim"))
+			printf("enomem=%llu\n", (unsigned long long)atomic_load(&sh->enomem));
 		printf("done\n");
 		fflush(stdout);
 	}

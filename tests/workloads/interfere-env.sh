@@ -20,7 +20,9 @@
 #	removes the cgroup after. v1: hostprof-test-PID under the caller's own memory cgroup
 #	(its limits still apply); v2: hostprof-test-PID beside the caller's cgroup (a v2
 #	cgroup with processes cannot have children with controllers), or under the root.
-#	HP_MEMCG, in CMD's environment, is the cgroup's directory.
+#	HP_MEMCG, in CMD's environment, is the cgroup's directory. v1: the cgroup's OOM
+#	killer is off (memory.oom_control): a charge that finds nothing to reclaim waits, or
+#	fails with ENOMEM in a system call, instead of killing CMD.
 #
 # Each returns CMD's exit status. When the environment cannot be made (not root, no
 # unshare or ip, no RPS, a CPU offline, no memory controller, a limit that does not
@@ -157,6 +159,16 @@ hp_memcg_run() {
 	   [ "$(cat "$cg/$limit_file")" -gt $((mb * 1024 * 1024)) ]; then
 		rmdir "$cg"
 		hp_skip "cannot set $cg/$limit_file to $mb MiB"
+	fi
+	# v1: the cgroup's OOM killer stays off. A stalled disk leaves a cgroup full of page
+	# cache under writeback with nothing reclaim can free, for seconds: its OOM killer then
+	# took the command (its anonymous memory is all there is to kill) and ended the test.
+	# Off, a fault that cannot be charged waits for memory to be freed (uncharged), and a
+	# system call's charge fails with ENOMEM (the workloads retry it), until writeback ends.
+	# v2 has no such switch (its memory.max OOM-kills).
+	if [ "$version" = 1 ] && [ -e "$cg/memory.oom_control" ]; then
+		echo 1 > "$cg/memory.oom_control" 2>/dev/null ||
+			echo "interfere-env: note: cannot turn $cg's OOM killer off" >&2
 	fi
 	# no swap here or not, the limit has to be met by reclaiming, not by swapping
 	if [ -e "$cg/memory.swap.max" ]; then echo 0 > "$cg/memory.swap.max" || true; fi 2>/dev/null
