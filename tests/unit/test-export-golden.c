@@ -5,7 +5,9 @@
  * stall.offcpu.svg, stall.txt and stall.report.json must come out byte for byte. Each
  * export is also made twice and must not change (no addresses, clocks or hash order leak
  * in), and the report's first line must blame hog, the realtime task that cost acl_thread
- * the most.
+ * the most. The client's summary of acl_thread's preemptions (report_preemptions()) must
+ * count the same, and a name no thread has must count none (it is decided without the
+ * report model).
  *
  * Usage: test-export-golden FIXTURES_DIR
  * HOSTPROF_UPDATE_GOLDEN=1 rewrites the goldens in FIXTURES_DIR instead of comparing.
@@ -14,6 +16,7 @@
 #include "check.h"
 #include "export-test.h"
 #include "hps.h"
+#include "report.h"
 
 static const struct {
 	const char *file;
@@ -67,6 +70,26 @@ int main(int argc, char **argv)
 			       (int)strcspn(a, "\n"), a);
 		free(a);
 		free(b);
+	}
+	{
+		struct preempt_summary sum;
+		char line[256];
+
+		CHECK(report_preemptions(snap, "acl_thread", &sum) == 0);
+		CHECKF(sum.threads == 1 && sum.preemptions == 4 && sum.wait_ns == 80100000 &&
+			       sum.max_wait_ns == 30000000 && sum.top_tid == 200 && sum.top_count == 3 &&
+			       sum.top_wait_ns == 80000000 && !strcmp(sum.top_comm, "hog"),
+		       "acl_thread: %zu threads, %" PRIu64 " preemptions, %" PRIu64 " ns, top %s (%u) %" PRIu64
+		       " times",
+		       (size_t)sum.threads, (uint64_t)sum.preemptions, (uint64_t)sum.wait_ns, sum.top_comm,
+		       sum.top_tid, (uint64_t)sum.top_count);
+		report_preemptions_line(&sum, "acl_thread", line, sizeof(line));
+		CHECKF(strstr(line, "hog"), "the summary line names hog: %s", line);
+		CHECK(report_preemptions(snap, "acl_*", &sum) == 0 && sum.threads == 1 && sum.preemptions == 4);
+		CHECK(report_preemptions(snap, "no_such_thread", &sum) == 0 && sum.threads == 0 &&
+		      sum.preemptions == 0);
+		/* a glob that matches "" counts the model's threads, named or not */
+		CHECK(report_preemptions(snap, "*", &sum) == 0 && sum.threads >= 4 && sum.preemptions == 4);
 	}
 	hps_free(snap);
 	return check_summary();
