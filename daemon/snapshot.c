@@ -17,10 +17,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sys/mman.h>
+
 #include "glob_match.h"
 #include "hps.h"
 #include "log.h"
 #include "macro.h"
+#include "prefault.h"
 #include "procfs.h"
 #include "snapshot.h"
 #include "syscall_names.h"
@@ -54,6 +57,7 @@ static void *arena_alloc(struct arena *a, size_t size)
 			a->err = -ENOMEM;
 			return NULL;
 		}
+		prefault(b->data, bs);
 		b->next = a->head;
 		b->used = 0;
 		b->size = bs;
@@ -94,6 +98,7 @@ static int recvec_push(struct recvec *rv, const struct hp_hdr *h)
 
 		if (!v)
 			return -ENOMEM;
+		prefault(v + rv->cap, (cap - rv->cap) * sizeof(*v));
 		rv->v = v;
 		rv->cap = cap;
 	}

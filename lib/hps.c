@@ -11,6 +11,7 @@
 
 #include "hps.h"
 #include "macro.h"
+#include "prefault.h"
 
 int hps_pack(const Hostprof__Snapshot *snap, uint8_t **ret_data, size_t *ret_len)
 {
@@ -20,6 +21,7 @@ int hps_pack(const Hostprof__Snapshot *snap, uint8_t **ret_data, size_t *ret_len
 	p = malloc(HPS_MAGIC_LEN + n);
 	if (!p)
 		return -ENOMEM;
+	prefault(p, HPS_MAGIC_LEN + n);
 	memcpy(p, HPS_MAGIC, HPS_MAGIC_LEN);
 	protobuf_c_message_pack(&snap->base, p + HPS_MAGIC_LEN);
 	*ret_data = p;
