@@ -17,8 +17,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <sys/mman.h>
-
 #include "glob_match.h"
 #include "hps.h"
 #include "log.h"
