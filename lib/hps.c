@@ -486,6 +486,14 @@ const char *hps_state_name(uint32_t state, char *buf, size_t len)
 	return buf;
 }
 
+const char *hps_thread_comm(const Hostprof__Snapshot *snap, uint32_t tid)
+{
+	for (size_t i = 0; tid && i < snap->n_threads; i++)
+		if (snap->threads[i]->tid == tid && snap->threads[i]->comm)
+			return snap->threads[i]->comm;
+	return NULL;
+}
+
 const char *hps_softirq_name(uint32_t vec)
 {
 	static const char *const names[] = { "HI",    "TIMER",   "NET_TX", "NET_RX",  "BLOCK",

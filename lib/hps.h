@@ -118,6 +118,9 @@ const char *hps_lock_kind_name(uint32_t flags);
 void hps_lock_wait_name(const Hostprof__Snapshot *snap, size_t i, char *buf, size_t len);
 
 /* String table lookup that never goes out of range. */
+/* The name Snapshot.threads gives thread tid, NULL when no entry names it. */
+const char *hps_thread_comm(const Hostprof__Snapshot *snap, uint32_t tid);
+
 static inline const char *hps_str(const Hostprof__Snapshot *snap, uint32_t idx)
 {
 	return idx < snap->n_strings ? snap->strings[idx] : "";

@@ -861,11 +861,8 @@ static const Hostprof__GilTable *gil_table(const Hostprof__Snapshot *s)
 /* The name of thread tid in Snapshot.strings, from its Thread entry: 0 when none has it. */
 static uint32_t comm_string(const Hostprof__Snapshot *s, uint32_t tid)
 {
-	const char *comm = NULL;
+	const char *comm = hps_thread_comm(s, tid);
 
-	for (size_t i = 0; tid && i < s->n_threads && !comm; i++)
-		if (s->threads[i]->tid == tid)
-			comm = s->threads[i]->comm;
 	for (size_t i = 1; comm && i < s->n_strings; i++)
 		if (s->strings[i] && !strcmp(s->strings[i], comm))
 			return (uint32_t)i;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "escape.h"
+#include "hps.h"
 #include "macro.h"
 #include "report_gil.h"
 
@@ -25,14 +26,6 @@ static const char *status_name(uint32_t status)
 		return "not watched";
 	}
 	return "unknown";
-}
-
-static const char *thread_comm(const Hostprof__Snapshot *snap, uint32_t tid)
-{
-	for (size_t i = 0; tid && i < snap->n_threads; i++)
-		if (snap->threads[i]->tid == tid && snap->threads[i]->comm)
-			return snap->threads[i]->comm;
-	return NULL;
 }
 
 static struct gil_waiter *waiter_of(struct gil_summary *s, uint32_t tid, size_t *cap)
@@ -226,7 +219,7 @@ static void put_escaped(FILE *f, const char *s)
 
 static void put_thread(FILE *f, const Hostprof__Snapshot *snap, uint32_t tid)
 {
-	const char *comm = thread_comm(snap, tid);
+	const char *comm = hps_thread_comm(snap, tid);
 
 	if (!tid) {
 		fputs("a thread not known", f);
@@ -360,7 +353,7 @@ void report_gil_json(const Hostprof__Snapshot *snap, struct jsonw *j)
 	jsonw_begin_array(j);
 	for (size_t i = 0; i < s.n; i++) {
 		const struct gil_waiter *w = &s.w[i];
-		const char *comm = thread_comm(snap, w->tid);
+		const char *comm = hps_thread_comm(snap, w->tid);
 
 		jsonw_begin_object(j);
 		jsonw_uint_field(j, "tid", w->tid);
@@ -375,7 +368,7 @@ void report_gil_json(const Hostprof__Snapshot *snap, struct jsonw *j)
 		jsonw_begin_array(j);
 		for (size_t k = 0; k < w->n_holders; k++) {
 			const struct gil_holder *h = &w->holders[k];
-			const char *hc = thread_comm(snap, h->tid);
+			const char *hc = hps_thread_comm(snap, h->tid);
 
 			jsonw_begin_object(j);
 			jsonw_uint_field(j, "tid", h->tid);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "escape.h"
+#include "hps.h"
 #include "report_python.h"
 
 static const char *status_name(uint32_t status)
@@ -23,14 +24,6 @@ static const char *status_name(uint32_t status)
 		return "unreadable";
 	}
 	return "unknown";
-}
-
-static const char *thread_comm(const Hostprof__Snapshot *snap, uint32_t tid)
-{
-	for (size_t i = 0; tid && i < snap->n_threads; i++)
-		if (snap->threads[i]->tid == tid && snap->threads[i]->comm)
-			return snap->threads[i]->comm;
-	return NULL;
 }
 
 static void put_escaped(FILE *f, const char *s)
@@ -76,7 +69,7 @@ static void text_frame(FILE *f, const Hostprof__PythonState *py, uint32_t idx)
 static void text_thread(FILE *f, const Hostprof__Snapshot *snap, const Hostprof__PythonThread *t)
 {
 	const Hostprof__PythonState *py = snap->python;
-	const char *comm = thread_comm(snap, t->tid);
+	const char *comm = hps_thread_comm(snap, t->tid);
 	size_t shown = t->n_frames < REPORT_PYTHON_FRAMES_MAX ? t->n_frames : REPORT_PYTHON_FRAMES_MAX;
 
 	if (t->tid)
@@ -244,7 +237,7 @@ void report_python_json(const Hostprof__Snapshot *snap, struct jsonw *j)
 	jsonw_begin_array(j);
 	for (size_t i = 0; i < py->n_threads; i++) {
 		const Hostprof__PythonThread *t = py->threads[i];
-		const char *comm = thread_comm(snap, t->tid);
+		const char *comm = hps_thread_comm(snap, t->tid);
 
 		jsonw_begin_object(j);
 		jsonw_uint_field(j, "tid", t->tid);
