@@ -69,7 +69,7 @@ struct client {
 	uint64_t progress_ns; /* when it last took output (or had none pending) */
 	/* the snapshot being streamed */
 	uint8_t *snap;
-	size_t snap_len, snap_off;
+	size_t snap_start, snap_len, snap_off; /* the bytes [snap_start, snap_len) of snap */
 	uint64_t snap_events;
 	uint32_t snap_pid;
 };
@@ -495,13 +495,13 @@ static void snapshot_done(void *ud, int status, uint8_t *data, size_t len)
 				 strerror(status < 0 ? -status : EIO));
 		free(data);
 	} else {
+		/* [uint64 events][hps]: streamed from where the hps starts, not moved there */
 		memcpy(&cl->snap_events, data, sizeof(uint64_t));
-		memmove(data, data + sizeof(uint64_t), len - sizeof(uint64_t));
 		cl->snap = data;
-		cl->snap_len = len - sizeof(uint64_t);
-		cl->snap_off = 0;
+		cl->snap_start = cl->snap_off = sizeof(uint64_t);
+		cl->snap_len = len;
 		log_info("snapshot of pid %u for uid %u: %zu bytes, %llu events", cl->snap_pid, cl->cred.uid,
-			 cl->snap_len, (unsigned long long)cl->snap_events);
+			 cl->snap_len - cl->snap_start, (unsigned long long)cl->snap_events);
 	}
 	client_kick(cl);
 }
@@ -872,7 +872,7 @@ static void handle_fetch(struct client *cl, const Hostprof__Request *req, struct
 		(void)send_error(cl, HOSTPROF__ERROR__CODE__INTERNAL, "failed to read %s: %s", e->name, strerror(-r));
 		return;
 	}
-	cl->snap_off = 0;
+	cl->snap_start = cl->snap_off = 0;
 	cl->snap_pid = e->pid;
 	cl->snap_events = 0;
 	cl->ctl->n_streams++;
@@ -900,7 +900,7 @@ static void stream_more(struct client *cl)
 			Hostprof__SnapshotEnd end = HOSTPROF__SNAPSHOT_END__INIT;
 
 			end.has_bytes = end.has_events = end.has_pid = true;
-			end.bytes = cl->snap_len;
+			end.bytes = cl->snap_len - cl->snap_start;
 			end.events = cl->snap_events;
 			end.pid = cl->snap_pid;
 			resp.body_case = HOSTPROF__RESPONSE__BODY_END;
