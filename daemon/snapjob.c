@@ -34,11 +34,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/timerfd.h>
@@ -421,6 +423,42 @@ static int on_pipe(struct io_source *src, uint32_t events)
 	return 0;
 }
 
+/*
+ * In the child: its heap grown at once by CHILD_HEAP_BYTES, and that on transparent huge
+ * pages (MADV_HUGEPAGE) where the system allows them. A 10 s window of a busy process
+ * takes the job ~60 MiB of new memory (columns, sort arrays, packed output, DWARF): in
+ * 4 KiB pages that is ~14,000 page faults, each an exception that costs microseconds on a
+ * paravirtualized VM (bench trainload, daemons alternated: job CPU 410 -> 280 ms, the
+ * request's latency 800 -> 665 ms, medians of 9).
+ * Allocations up to 32 MiB (glibc's largest mmap threshold) come from the heap; it is
+ * never trimmed (the child exits). Only what is touched is faulted in, 2 MiB at a time;
+ * where the memory cannot be had (strict overcommit), the heap stays as it was.
+ */
+#define CHILD_HEAP_BYTES (96u << 20)
+#define CHILD_HEAP_PROBE (31u << 20) /* below the mmap threshold: from the heap */
+
+static void child_heap(void)
+{
+	uintptr_t lo, hi;
+	void *probe;
+
+	(void)mallopt(M_MMAP_THRESHOLD, 32 << 20);
+	(void)mallopt(M_TRIM_THRESHOLD, INT_MAX);
+	(void)mallopt(M_TOP_PAD, CHILD_HEAP_BYTES - CHILD_HEAP_PROBE);
+	/* larger than the free chunks a daemon's heap holds, so the heap grows by probe + pad
+	 * (where one did hold it, the hint covers part of the heap as it was: no harm) */
+	probe = malloc(CHILD_HEAP_PROBE);
+	if (!probe)
+		return;
+	lo = ((uintptr_t)probe + (2u << 20) - 1) & ~(uintptr_t)((2u << 20) - 1);
+	hi = (uintptr_t)sbrk(0) & ~(uintptr_t)((2u << 20) - 1);
+	free(probe);
+	(void)mallopt(M_TOP_PAD, 128 * 1024); /* back to the default */
+	/* under a sanitizer or valgrind, malloc is not the heap's: probe lies elsewhere */
+	if (hi > lo && (uintptr_t)probe < hi)
+		(void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+}
+
 /* The child: compute, write, exit; SIGXCPU past its CPU time, SIGKILL a second later. */
 static _Noreturn void child_main(unsigned cpu_limit_s, snapjob_work_fn work, void *arg, int fd)
 {
@@ -437,6 +475,7 @@ static _Noreturn void child_main(unsigned cpu_limit_s, snapjob_work_fn work, voi
 	if (cpu_limit_s && setrlimit(RLIMIT_CPU, &cpu) < 0)
 		place_fail(SNAPJOB_PLACE_CPULIMIT, errno);
 	signal(SIGPIPE, SIG_IGN);
+	child_heap();
 	status = work(arg, &out);
 	write_all_blocking(fd, &place_failed, sizeof(place_failed));
 	if (place_failed)
