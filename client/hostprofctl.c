@@ -711,7 +711,7 @@ static int stream_request(Hostprof__Request *req, struct hp_buf *data, Hostprof_
 	if (!r)
 		r = recv_stream(&c, data, ret_events);
 	conn_close(&c);
-	if (r)
+	if (r || !ret_snap)
 		return r;
 	heap_prefault(hp_buf_pending(data));
 	if (hps_unpack(data->data + data->off, hp_buf_pending(data), ret_snap) < 0)
@@ -741,7 +741,7 @@ static int write_formats(const Hostprof__Snapshot *snap, const uint8_t *raw, siz
 	bool held;
 	int r;
 
-	held = report_model_hold(snap) >= 0; /* the report, its JSON, the trace's episodes: one model */
+	held = snap && report_model_hold(snap) >= 0; /* the report, its JSON, the trace's episodes: one model */
 	r = formats_write(snap, raw, raw_len, mask, output ? output : default_prefix, !output, 0644, &out);
 	if (held)
 		report_model_release(snap);
@@ -753,14 +753,21 @@ static int write_formats(const Hostprof__Snapshot *snap, const uint8_t *raw, siz
 	return 0;
 }
 
+#define SUMMARY_THREAD "acl_thread" /* whose preemptions the summary line counts */
+
+static void print_counts(uint32_t pid, uint64_t events, uint64_t start_ns, uint64_t end_ns, size_t n_threads)
+{
+	fprintf(stderr, "pid %u: %" PRIu64 " events over %.3f s, %zu threads\n", pid, events,
+		(double)(end_ns - start_ns) / NSEC_PER_SEC, n_threads);
+}
+
 static void print_summary(const Hostprof__Snapshot *snap, uint64_t events)
 {
 	struct preempt_summary sum;
 	char line[256];
 
-	fprintf(stderr, "pid %u: %" PRIu64 " events over %.3f s, %zu threads\n", snap->pid, events,
-		(double)(snap->end_ns - snap->start_ns) / NSEC_PER_SEC, snap->n_threads);
-	if (report_preemptions(snap, "acl_thread", &sum) == 0 && sum.threads) {
+	print_counts(snap->pid, events, snap->start_ns, snap->end_ns, snap->n_threads);
+	if (report_preemptions(snap, SUMMARY_THREAD, &sum) == 0 && sum.threads) {
 		report_preemptions_line(&sum, "acl_thread", line, sizeof(line));
 		fprintf(stderr, "%s\n", line);
 	}
@@ -881,9 +888,35 @@ static int cmd_snapshot(int argc, char **argv)
 	sreq.job = (char *)args.job;
 	req.body_case = HOSTPROF__REQUEST__BODY_SNAPSHOT;
 	req.snapshot = &sreq;
-	r = stream_request(&req, &data, &snap, &events);
-	if (r)
-		goto out;
+	if (args.formats == 1u << FMT_HPS) {
+		/* written as it came: decoded only for a summary line about a thread it names */
+		struct hps_peek pk;
+
+		r = stream_request(&req, &data, NULL, &events);
+		if (r)
+			goto out;
+		if (hps_peek(data.data + data.off, hp_buf_pending(&data), SUMMARY_THREAD, &pk) < 0) {
+			r = fail(EXIT_FAILURE, "hostprofd sent a snapshot that does not parse");
+			goto out;
+		}
+		if (!pk.named) {
+			snprintf(prefix, sizeof(prefix), "hostprof-%u-%s", pk.pid, utc_stamp(stamp, sizeof(stamp)));
+			r = write_formats(NULL, data.data + data.off, hp_buf_pending(&data), args.formats, args.output,
+					  prefix);
+			if (!r)
+				print_counts(pk.pid, events, pk.start_ns, pk.end_ns, pk.n_threads);
+			goto out;
+		}
+		heap_prefault(hp_buf_pending(&data));
+		if (hps_unpack(data.data + data.off, hp_buf_pending(&data), &snap) < 0) {
+			r = fail(EXIT_FAILURE, "hostprofd sent a snapshot that does not parse");
+			goto out;
+		}
+	} else {
+		r = stream_request(&req, &data, &snap, &events);
+		if (r)
+			goto out;
+	}
 	snprintf(prefix, sizeof(prefix), "hostprof-%u-%s", snap->pid, utc_stamp(stamp, sizeof(stamp)));
 	held = report_model_hold(snap) >= 0; /* and the summary line: one model */
 	r = write_formats(snap, data.data + data.off, hp_buf_pending(&data), args.formats, args.output, prefix);

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "glob_match.h"
 #include "hps.h"
 #include "macro.h"
 #include "prefault.h"
@@ -381,6 +382,125 @@ int hps_unpack(const uint8_t *data, size_t len, Hostprof__Snapshot **ret_snap)
 		return -EBADMSG;
 	}
 	*ret_snap = s;
+	return 0;
+}
+
+/* ---- reading the encoding without decoding it (hps_peek) ---- */
+
+struct wire {
+	const uint8_t *p, *end;
+};
+
+static int wire_varint(struct wire *w, uint64_t *ret)
+{
+	uint64_t v = 0;
+
+	for (unsigned shift = 0; shift < 64; shift += 7) {
+		uint8_t b;
+
+		if (w->p >= w->end)
+			return -EBADMSG;
+		b = *w->p++;
+		v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			*ret = v;
+			return 0;
+		}
+	}
+	return -EBADMSG;
+}
+
+/* The next field: its number, and for a length-delimited one its bytes (*ret_sub); a
+ * varint's value in *ret_v; fixed-width ones skipped. */
+static int wire_field(struct wire *w, uint32_t *ret_field, uint64_t *ret_v, struct wire *ret_sub)
+{
+	uint64_t key, len;
+	int r;
+
+	r = wire_varint(w, &key);
+	if (r < 0)
+		return r;
+	*ret_field = (uint32_t)(key >> 3);
+	*ret_sub = (struct wire){};
+	switch (key & 7) {
+	case 0:
+		return wire_varint(w, ret_v);
+	case 1:
+	case 5:
+		len = (key & 7) == 1 ? 8 : 4;
+		break;
+	case 2:
+		r = wire_varint(w, &len);
+		if (r < 0)
+			return r;
+		if (len > (uint64_t)(w->end - w->p))
+			return -EBADMSG;
+		*ret_sub = (struct wire){ w->p, w->p + len };
+		w->p += len;
+		return 0;
+	default: /* groups: not in snapshot.proto */
+		return -EBADMSG;
+	}
+	if (len > (uint64_t)(w->end - w->p))
+		return -EBADMSG;
+	w->p += len;
+	return 0;
+}
+
+/* A name at most this long can be a thread's (comm: 15 bytes); a longer string is none */
+#define PEEK_NAME_MAX 64
+
+static bool wire_name_matches(const struct wire *s, const char *glob)
+{
+	char name[PEEK_NAME_MAX + 1];
+	size_t n = s->end - s->p;
+
+	if (n > PEEK_NAME_MAX || memchr(s->p, 0, n))
+		return false;
+	memcpy(name, s->p, n);
+	name[n] = 0;
+	return thread_glob_match(glob, name);
+}
+
+int hps_peek(const uint8_t *data, size_t len, const char *thread_glob, struct hps_peek *ret)
+{
+	struct wire w = { data + HPS_MAGIC_LEN, data + len };
+	struct hps_peek pk = {};
+
+	if (len < HPS_MAGIC_LEN || memcmp(data, HPS_MAGIC, HPS_MAGIC_LEN))
+		return -EBADMSG;
+	while (w.p < w.end) {
+		struct wire sub;
+		uint32_t field;
+		uint64_t v = 0;
+		int r = wire_field(&w, &field, &v, &sub);
+
+		if (r < 0)
+			return r;
+		if (field == 5)
+			pk.start_ns = v;
+		else if (field == 6)
+			pk.end_ns = v;
+		else if (field == 7)
+			pk.pid = (uint32_t)v;
+		else if (field == 9 && sub.p && !pk.named) /* strings */
+			pk.named = wire_name_matches(&sub, thread_glob);
+		else if (field == 11 && sub.p) { /* threads */
+			pk.n_threads++;
+			while (sub.p < sub.end) {
+				struct wire comm;
+				uint32_t tf;
+				uint64_t tv;
+
+				r = wire_field(&sub, &tf, &tv, &comm);
+				if (r < 0)
+					return r;
+				if (tf == 3 && comm.p && !pk.named)
+					pk.named = wire_name_matches(&comm, thread_glob);
+			}
+		}
+	}
+	*ret = pk;
 	return 0;
 }
 

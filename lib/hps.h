@@ -26,6 +26,22 @@ int hps_validate(const Hostprof__Snapshot *snap);
 /* What of a snapshot built in memory fails those checks, in words; NULL when none does. */
 const char *hps_inconsistency(const Hostprof__Snapshot *snap);
 int hps_read_file(const char *path, Hostprof__Snapshot **ret_snap);
+
+/*
+ * What a summary line says of a snapshot, read off its encoding without decoding it (a
+ * 10 s window of a busy process is ~9 MiB that a client writing it as it is need not
+ * unpack): the top-level fields, and whether any name the snapshot holds (a string of
+ * Snapshot.strings, which the tables' comm columns index, or a Thread.comm) matches
+ * thread_glob. When none does, no thread of it is so named; when one does, one may be.
+ * -EBADMSG when the bytes are not a snapshot's encoding.
+ */
+struct hps_peek {
+	uint32_t pid;
+	uint64_t start_ns, end_ns;
+	size_t n_threads;
+	bool named;
+};
+int hps_peek(const uint8_t *data, size_t len, const char *thread_glob, struct hps_peek *ret);
 void hps_free(Hostprof__Snapshot *snap);
 
 /*

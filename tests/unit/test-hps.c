@@ -359,6 +359,58 @@ static void test_round_trip(void)
 	hps_free(s);
 }
 
+/* hps_peek: the summary's fields as hps_unpack reads them, the names it holds, and bytes
+ * that end early or are not a snapshot's */
+static void test_peek(void)
+{
+	struct scene sc;
+	Hostprof__Snapshot *s = NULL;
+	struct hps_peek pk;
+	uint8_t *data = NULL;
+	size_t len = 0, ok = 0, bad = 0;
+
+	scene_init(&sc);
+	sc.thr[0].comm = "listed_only"; /* a Thread.comm, in no string of the table */
+	CHECK_EQ_INT(hps_pack(&sc.snap, &data, &len), 0);
+	if (!data)
+		return;
+	CHECK_EQ_INT(hps_unpack(data, len, &s), 0);
+	CHECK_EQ_INT(hps_peek(data, len, "acl_thread", &pk), 0);
+	if (s) {
+		CHECK_EQ_U64(pk.pid, s->pid);
+		CHECK_EQ_U64(pk.start_ns, s->start_ns);
+		CHECK_EQ_U64(pk.end_ns, s->end_ns);
+		CHECK_EQ_U64(pk.n_threads, s->n_threads);
+		CHECK(pk.n_threads == 2);
+		hps_free(s);
+	}
+	CHECK(pk.named);
+	CHECK_EQ_INT(hps_peek(data, len, "listed_only", &pk), 0);
+	CHECK(pk.named);
+	CHECK_EQ_INT(hps_peek(data, len, "kworker/*", &pk), 0); /* a string of the table */
+	CHECK(pk.named);
+	CHECK_EQ_INT(hps_peek(data, len, "nosuchthread", &pk), 0);
+	CHECK(!pk.named);
+	CHECK_EQ_INT(hps_peek(data, len, "*", &pk), 0); /* strings[0], "", matches */
+	CHECK(pk.named);
+	/* every shorter length: a field cut off is -EBADMSG, one that ends between fields
+	 * reads as far as it goes; never past the bytes (ASan) */
+	for (size_t n = 0; n < len; n++) {
+		int r = hps_peek(data, n, "acl_thread", &pk);
+
+		CHECKF(r == 0 || r == -EBADMSG, "%zu bytes: %d", n, r);
+		if (r == 0)
+			ok++;
+		else
+			bad++;
+	}
+	CHECK(bad > 0 && ok > 0);
+	CHECK_EQ_INT(hps_peek(data, HPS_MAGIC_LEN - 1, "acl_thread", &pk), -EBADMSG);
+	data[0] = 'X';
+	CHECK_EQ_INT(hps_peek(data, len, "acl_thread", &pk), -EBADMSG);
+	free(data);
+}
+
 static void test_switch_times(void)
 {
 	struct scene sc;
@@ -962,6 +1014,7 @@ static void test_gil(void)
 int main(void)
 {
 	test_round_trip();
+	test_peek();
 	test_switch_times();
 	test_columns();
 	test_string_index();
