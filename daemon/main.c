@@ -7,13 +7,11 @@
  * (systemd must not restart it in a loop), 1 for a failure while running.
  */
 #include <errno.h>
-#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
 #include <systemd/sd-daemon.h>
@@ -31,7 +29,6 @@
 #include "python.h"
 #include "rawsample.h"
 #include "recorder.h"
-#include "snapjob.h"
 #include "snapstore.h"
 #include "snapsvc.h"
 #include "symbolize.h"
@@ -353,52 +350,6 @@ static int load_capture(struct daemon *d)
 }
 
 /* Make the modules, each with what it works with. */
-/* The recorder's chunk slabs onto huge pages, on the worker: MADV_COLLAPSE allocates
- * (and may compact memory for) each huge page and copies the slab there, which the loop
- * must not wait for. Where the kernel has no MADV_COLLAPSE (before 6.1) or THP is off,
- * each call fails and the chunks stay in 4 KiB pages. */
-struct collapse_item {
-	size_t n, len;
-	void *addrs[];
-};
-
-#ifndef MADV_COLLAPSE
-#define MADV_COLLAPSE 25
-#endif
-#define COLLAPSE_BUDGET_NS (250 * 1000 * 1000ULL) /* a fork waits for a running item this long at most */
-
-static int collapse_work(void *arg)
-{
-	struct collapse_item *it = arg;
-
-	/* a slab unmapped meanwhile fails (ENOMEM), one mapped there since is only moved */
-	for (size_t i = 0; i < it->n; i++)
-		(void)madvise(it->addrs[i], it->len, MADV_COLLAPSE);
-	return 0;
-}
-
-static void collapse_done(void *arg, int r)
-{
-	free(arg);
-}
-
-static void collapse_chunks(void *ud, void *const *addrs, size_t n, size_t len)
-{
-	struct daemon *d = ud;
-	struct collapse_item *it;
-
-	if (!d->worker)
-		return;
-	it = malloc(sizeof(*it) + n * sizeof(*addrs));
-	if (!it)
-		return;
-	it->n = n;
-	it->len = len;
-	memcpy(it->addrs, addrs, n * sizeof(*addrs));
-	if (worker_submit(d->worker, COLLAPSE_BUDGET_NS, collapse_work, collapse_done, it) < 0)
-		free(it);
-}
-
 static int make_modules(struct daemon *d)
 {
 	const struct settings *s = &d->settings;
@@ -412,7 +363,6 @@ static int make_modules(struct daemon *d)
 	d->recorder = recorder_new(&lim);
 	if (!d->recorder)
 		return log_error_errno(-ENOMEM, "Out of memory"), EXIT_FAILURE;
-	recorder_set_pool_hooks(d->recorder, snapjob_running, collapse_chunks, d);
 	d->symbolizer = symbolizer_new();
 	d->rawustacks = rawustacks_new(); /* none: off-CPU user stacks by frame pointers */
 	if (!d->symbolizer) {
@@ -506,9 +456,6 @@ static int run(struct daemon *d)
 	if (r < 0)
 		return EXIT_CONFIG; /* control_new logged why */
 
-	/* loading took heap memory (BTF, the BPF object) that is free now; the recorder's
-	 * chunks do not come from the heap (see chunk_new()), so give its pages back */
-	(void)malloc_trim(0);
 	(void)sd_notify(0, "READY=1\nSTATUS=capturing");
 	log_info("ready");
 	r = loop_run(d->loop);

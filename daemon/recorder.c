@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "log.h"
 #include "syscall_names.h"
@@ -65,7 +64,6 @@ struct recorder {
 	uint64_t events;
 	uint64_t refused;
 	uint64_t unowned; /* recorder_unowned */
-	struct chunk_pool pool;
 };
 
 static size_t pidmap_slot(const struct pidmap *m, uint32_t pid)
@@ -142,152 +140,6 @@ static void pidmap_free(struct pidmap *m)
 	*m = (struct pidmap){};
 }
 
-/*
- * Chunk memory. A snapshot job, a fork of the daemon, reads every chunk of the window, the
- * first time in its own address space: 4 KiB a page-table entry, each a fault the
- * hypervisor takes on a VM that shadows page tables (~7 us: 55 ms for a 32 MiB recorder on
- * the bench's VM), and each of the loop's first writes into those pages after a fork a
- * fault of its own (copy-on-write while the job lives; write-protected after). In 2 MiB
- * pages it is one each. So chunks come from 2 MiB slabs (SLAB_CHUNKS chunks), mapped
- * aligned and faulted in whole as they are made, and handed to the collapse hook once all
- * their chunks were handed out, and all of them again after each fork's job ended: the
- * hook (the worker's MADV_COLLAPSE, on the daemon) puts them on huge pages off the loop,
- * where the loop never waits for the kernel to find one (a fault in a MADV_HUGEPAGE
- * region may compact memory first). Freed chunks go back to the pool, the most recently
- * freed first; a chunk freed while the slabs exceed the budgets by more than a slab (a
- * budget lowered by a reload) is unmapped.
- */
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/asan_interface.h>
-/* under ASan, a chunk's records are poisoned while it is free: reading one that went is
- * an error there, as with malloc'ed chunks */
-#define CHUNK_POISON(c) ASAN_POISON_MEMORY_REGION((c)->data, RECORDER_CHUNK - sizeof(struct chunk))
-#define CHUNK_UNPOISON(c) ASAN_UNPOISON_MEMORY_REGION((c)->data, RECORDER_CHUNK - sizeof(struct chunk))
-#else
-#define CHUNK_POISON(c) ((void)(c))
-#define CHUNK_UNPOISON(c) ((void)(c))
-#endif
-
-#define SLAB_BYTES (2u << 20)
-#define SLAB_CHUNKS (SLAB_BYTES / RECORDER_CHUNK)
-_Static_assert(SLAB_BYTES % RECORDER_CHUNK == 0, "whole chunks in a slab");
-
-static uint64_t pool_cap(const struct recorder *rec)
-{
-	return rec->lim.memory_bytes + (rec->host ? rec->lim.host_bytes : 0) + SLAB_BYTES;
-}
-
-static void pool_collapse(struct recorder *rec, void *const *slabs, size_t n)
-{
-	if (rec->pool.collapse && n)
-		rec->pool.collapse(rec->pool.collapse_ud, slabs, n, SLAB_BYTES);
-}
-
-static int pool_map(struct recorder *rec)
-{
-	struct chunk_pool *pl = &rec->pool;
-	uint8_t *m, *slab;
-	uintptr_t a;
-
-	if (pl->n_slabs == pl->cap_slabs) {
-		size_t cap = pl->cap_slabs ? pl->cap_slabs * 2 : 16;
-		void **v = realloc(pl->slabs, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		pl->slabs = v;
-		pl->cap_slabs = cap;
-	}
-	/* twice the size, then the unaligned ends (never touched) unmapped */
-	m = mmap(NULL, 2 * SLAB_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (m == MAP_FAILED)
-		return -ENOMEM;
-	a = ((uintptr_t)m + SLAB_BYTES - 1) & ~(uintptr_t)(SLAB_BYTES - 1);
-	slab = (uint8_t *)a;
-	if (slab > m)
-		(void)munmap(m, slab - m);
-	if (slab + SLAB_BYTES < m + 2 * SLAB_BYTES)
-		(void)munmap(slab + SLAB_BYTES, m + 2 * SLAB_BYTES - (slab + SLAB_BYTES));
-	(void)madvise(slab, SLAB_BYTES, MADV_POPULATE_WRITE); /* one call, not 512 faults */
-	pl->slabs[pl->n_slabs++] = slab;
-	for (size_t i = SLAB_CHUNKS; i-- > 0;) {
-		struct chunk *c = (struct chunk *)(slab + i * RECORDER_CHUNK);
-
-		c->next = pl->fresh;
-		pl->fresh = c;
-		CHUNK_POISON(c);
-	}
-	pl->fresh_slab = slab;
-	pl->mapped += SLAB_BYTES;
-	return 0;
-}
-
-static struct chunk *pool_pop(struct chunk **list)
-{
-	struct chunk *c = *list;
-
-	if (c)
-		*list = c->next;
-	return c;
-}
-
-static struct chunk *chunk_new(struct recorder *rec)
-{
-	struct chunk_pool *pl = &rec->pool;
-	bool forked = pl->forked && pl->forked();
-	struct chunk *c;
-
-	if (pl->was_forked && !forked) /* a job ended: its pages are the loop's alone again */
-		pool_collapse(rec, pl->slabs, pl->n_slabs);
-	pl->was_forked = forked;
-	c = pool_pop(&pl->free);
-	if (!c) {
-		if (!pl->fresh && (pl->mapped + SLAB_BYTES > pool_cap(rec) || pool_map(rec) < 0))
-			return NULL;
-		c = pool_pop(&pl->fresh);
-		if (!pl->fresh)
-			pool_collapse(rec, &pl->fresh_slab, 1); /* all of it handed out */
-	}
-	CHUNK_UNPOISON(c);
-	return c;
-}
-
-static void chunk_free(struct recorder *rec, struct chunk *c)
-{
-	struct chunk_pool *pl = &rec->pool;
-
-	if (pl->mapped > pool_cap(rec)) {
-		(void)munmap(c, RECORDER_CHUNK);
-		pl->mapped -= RECORDER_CHUNK;
-		return;
-	}
-	c->next = pl->free;
-	pl->free = c;
-	CHUNK_POISON(c);
-}
-
-static void pool_free(struct chunk_pool *pl)
-{
-	/* the chunks unmapped one by one are no longer there: munmap() skips them */
-	for (size_t i = 0; i < pl->n_slabs; i++)
-		(void)munmap(pl->slabs[i], SLAB_BYTES);
-	free(pl->slabs);
-	*pl = (struct chunk_pool){};
-}
-
-uint64_t recorder_mapped_bytes(const struct recorder *rec)
-{
-	return rec->pool.mapped;
-}
-
-void recorder_set_pool_hooks(struct recorder *rec, bool (*forked)(void),
-			     void (*collapse)(void *ud, void *const *addrs, size_t n, size_t len), void *ud)
-{
-	rec->pool.forked = forked;
-	rec->pool.collapse = collapse;
-	rec->pool.collapse_ud = ud;
-}
-
 struct recorder *recorder_new(const struct recorder_limits *lim)
 {
 	struct recorder *rec = calloc(1, sizeof(*rec));
@@ -335,7 +187,7 @@ void gil_state_done(struct gil_state *g)
 	g->n_stacks = g->next = 0;
 }
 
-static void proc_rec_free(struct recorder *rec, struct proc_rec *p)
+static void proc_rec_free(struct proc_rec *p)
 {
 	struct chunk *c, *next;
 
@@ -344,7 +196,7 @@ static void proc_rec_free(struct recorder *rec, struct proc_rec *p)
 	gil_state_done(&p->gil);
 	for (c = p->head; c; c = next) {
 		next = c->next;
-		chunk_free(rec, c);
+		free(c);
 	}
 	free(p->threads);
 	free(p->cmdline);
@@ -358,12 +210,11 @@ void recorder_free(struct recorder *rec)
 	if (!rec)
 		return;
 	for (size_t i = 0; i < rec->n_procs; i++)
-		proc_rec_free(rec, rec->procs[i]);
-	proc_rec_free(rec, rec->host);
+		proc_rec_free(rec->procs[i]);
+	proc_rec_free(rec->host);
 	free(rec->procs);
 	free(rec->users);
 	pidmap_free(&rec->live);
-	pool_free(&rec->pool);
 	free(rec);
 }
 
@@ -659,7 +510,7 @@ static int watch_proc(struct recorder *rec, uint32_t pid, uint32_t reason, uint3
 		struct proc_rec **v = realloc(rec->procs, cap * sizeof(*v));
 
 		if (!v) {
-			proc_rec_free(rec, p);
+			proc_rec_free(p);
 			return -ENOMEM;
 		}
 		rec->procs = v;
@@ -667,7 +518,7 @@ static int watch_proc(struct recorder *rec, uint32_t pid, uint32_t reason, uint3
 	}
 	r = pidmap_put(&rec->live, pid, p);
 	if (r < 0) {
-		proc_rec_free(rec, p);
+		proc_rec_free(p);
 		return r;
 	}
 	rec->procs[rec->n_procs++] = p;
@@ -720,7 +571,7 @@ static void drop_head(struct recorder *rec, struct proc_rec *p, bool for_space)
 		if (u)
 			u->bytes -= RECORDER_CHUNK;
 	}
-	chunk_free(rec, c);
+	free(c);
 }
 
 /* The process, of uid's (any's: NULL), whose oldest chunk is the oldest; NULL if none. */
@@ -807,7 +658,7 @@ static void append_to(struct recorder *rec, struct proc_rec *p, const struct hp_
 			p->evicted++;
 			return;
 		}
-		c = chunk_new(rec);
+		c = malloc(RECORDER_CHUNK);
 		if (!c) {
 			p->evicted++;
 			return;
@@ -1163,7 +1014,7 @@ void recorder_tick(struct recorder *rec, uint64_t now, void (*gone_fn)(void *ud,
 			recent_forget(rec, p);
 			/* out of the array before freed_fn looks into it (recorder_find) */
 			rec->procs[i] = NULL;
-			proc_rec_free(rec, p);
+			proc_rec_free(p);
 			/* freed_fn may look processes up (recorder_find): not while procs[] still
 			 * holds this one */
 			if (freed_fn && !freed)
@@ -1235,7 +1086,7 @@ void recorder_stop(struct recorder *rec, struct proc_rec *p, uint64_t now)
 int recorder_enable_host(struct recorder *rec, bool on)
 {
 	if (!on) {
-		proc_rec_free(rec, rec->host);
+		proc_rec_free(rec->host);
 		rec->host = NULL;
 		return 0;
 	}

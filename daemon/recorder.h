@@ -26,20 +26,6 @@ struct chunk {
 	uint8_t data[] __attribute__((aligned(8)));
 };
 
-/* Where chunks come from (see recorder.c) */
-struct chunk_pool {
-	struct chunk *free;  /* handed out before, given back */
-	struct chunk *fresh; /* of the newest slab, never handed out */
-	void *fresh_slab;
-	void **slabs; /* 2 MiB each, aligned; some chunks of one may be unmapped */
-	size_t n_slabs, cap_slabs;
-	uint64_t mapped; /* bytes */
-	bool was_forked;
-	bool (*forked)(void);
-	void (*collapse)(void *ud, void *const *addrs, size_t n, size_t len);
-	void *collapse_ud;
-};
-
 struct task_name {
 	uint32_t tid;
 	char comm[HP_COMM_LEN];
@@ -147,11 +133,6 @@ struct recorder;
 struct recorder *recorder_new(const struct recorder_limits *lim);
 void recorder_free(struct recorder *rec);
 void recorder_set_limits(struct recorder *rec, const struct recorder_limits *lim);
-/* forked(): whether a fork of the daemon (a snapshot job) lives now; collapse(ud, addrs,
- * n, len): put those n ranges of chunk memory on huge pages, off the caller's thread, the
- * array copied (either may be NULL: chunks stay in 4 KiB pages). See recorder.c. */
-void recorder_set_pool_hooks(struct recorder *rec, bool (*forked)(void),
-			     void (*collapse)(void *ud, void *const *addrs, size_t n, size_t len), void *ud);
 
 /* Start recording pid (reads its /proc metadata). Returns the record, existing or new.
  * Not limited by user_procs: the caller asks recorder_user_over_quota() where it applies
@@ -202,9 +183,6 @@ struct proc_rec *recorder_at(const struct recorder *rec, size_t i);
 
 /* Chunk memory of the processes (the --cpus host recorder is not counted). */
 uint64_t recorder_bytes(const struct recorder *rec);
-/* Chunk memory mapped (in use, free, and not handed out yet; the host recorder's too):
- * at most the budgets and one 2 MiB slab. */
-uint64_t recorder_mapped_bytes(const struct recorder *rec);
 /* Records appended, and refused. */
 uint64_t recorder_events(const struct recorder *rec);
 uint64_t recorder_refused(const struct recorder *rec);

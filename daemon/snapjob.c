@@ -37,6 +37,7 @@
 #include <malloc.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -425,23 +426,73 @@ static int on_pipe(struct io_source *src, uint32_t events)
 
 /*
  * In the child: its heap grown at once by CHILD_HEAP_BYTES, and that on transparent huge
- * pages (MADV_HUGEPAGE) where the system allows them. A 10 s window of a busy process
- * takes the job ~60 MiB of new memory (columns, sort arrays, packed output, DWARF): in
- * 4 KiB pages that is ~14,000 page faults, each an exception that costs microseconds on a
- * paravirtualized VM (bench trainload, daemons alternated: job CPU 410 -> 280 ms, the
- * request's latency 800 -> 665 ms, medians of 9).
+ * pages (MADV_HUGEPAGE), when the kernel has free blocks of a huge page's size for all of
+ * it. A 10 s window of a busy process takes the job ~60 MiB of new memory (columns, sort
+ * arrays, packed output, DWARF): in 4 KiB pages that is ~14,000 page faults, each an
+ * exception that costs microseconds on a paravirtualized VM (bench trainload, daemons
+ * alternated: job CPU 410 -> 280 ms, the request's latency 800 -> 665 ms, medians of 9).
+ * Only with free blocks: a huge-page fault in an madvised region otherwise reclaims and
+ * compacts memory first (THP defrag "madvise", the default), which can take far longer
+ * than the faults it saves (MADV_COLLAPSE, which always does, took 6.6 s once here).
  * Allocations up to 32 MiB (glibc's largest mmap threshold) come from the heap; it is
- * never trimmed (the child exits). Only what is touched is faulted in, 2 MiB at a time;
- * where the memory cannot be had (strict overcommit), the heap stays as it was.
+ * never trimmed (the child exits). Only what is touched is faulted in, a huge page at a
+ * time; where THP is off or the memory cannot be had (strict overcommit), the heap stays
+ * as it was.
  */
 #define CHILD_HEAP_BYTES (96u << 20)
 #define CHILD_HEAP_PROBE (31u << 20) /* below the mmap threshold: from the heap */
 
+/* The huge page's size, when there are free blocks of it for bytes (/proc/buddyinfo: per
+ * zone, the free blocks of each order from 0 up); 0 otherwise. */
+static size_t huge_pages_free_for(size_t bytes)
+{
+	size_t huge = 0, page = (size_t)sysconf(_SC_PAGESIZE), blocks = 0;
+	unsigned order = 0;
+	char line[512];
+	FILE *f;
+
+	f = fopen("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", "re");
+	if (!f)
+		return 0;
+	if (fscanf(f, "%zu", &huge) != 1)
+		huge = 0;
+	fclose(f);
+	if (!huge || !page || huge % page)
+		return 0;
+	while ((page << order) < huge)
+		order++;
+	f = fopen("/proc/buddyinfo", "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = strstr(line, "zone"), *end;
+
+		if (!p)
+			continue;
+		p += strlen("zone");
+		p += strspn(p, " \t");
+		p += strcspn(p, " \t"); /* the zone's name */
+		for (unsigned o = 0;; o++, p = end) {
+			unsigned long n = strtoul(p, &end, 10);
+
+			if (end == p)
+				break;
+			if (o >= order && o - order < 32)
+				blocks += n << (o - order);
+		}
+	}
+	fclose(f);
+	return blocks * huge >= bytes ? huge : 0;
+}
+
 static void child_heap(void)
 {
+	size_t huge = huge_pages_free_for(CHILD_HEAP_BYTES);
 	uintptr_t lo, hi;
 	void *probe;
 
+	if (!huge)
+		return;
 	(void)mallopt(M_MMAP_THRESHOLD, 32 << 20);
 	(void)mallopt(M_TRIM_THRESHOLD, INT_MAX);
 	(void)mallopt(M_TOP_PAD, CHILD_HEAP_BYTES - CHILD_HEAP_PROBE);
@@ -450,8 +501,8 @@ static void child_heap(void)
 	probe = malloc(CHILD_HEAP_PROBE);
 	if (!probe)
 		return;
-	lo = ((uintptr_t)probe + (2u << 20) - 1) & ~(uintptr_t)((2u << 20) - 1);
-	hi = (uintptr_t)sbrk(0) & ~(uintptr_t)((2u << 20) - 1);
+	lo = ((uintptr_t)probe + huge - 1) & ~(uintptr_t)(huge - 1);
+	hi = (uintptr_t)sbrk(0) & ~(uintptr_t)(huge - 1);
 	free(probe);
 	(void)mallopt(M_TOP_PAD, 128 * 1024); /* back to the default */
 	/* under a sanitizer or valgrind, malloc is not the heap's: probe lies elsewhere */

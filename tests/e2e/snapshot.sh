@@ -44,25 +44,26 @@ ls "$tmp"/*.tmp* >/dev/null 2>&1 && fail "temporary files left behind"
 # snapshot decoded only when it names acl_thread, for that line): both lines as a decoded
 # snapshot's, of the exited trainer (which has acl_thread) and of an exited process without
 summary_of() { grep -E "^(pid [0-9]+: |acl_thread: )" <<<"$out"; }
-expect_rc 0 "snapshot --format hps" -- ctl snapshot --pid "$trainer" --format hps -o "$tmp/h.hps"
-sum_hps=$(summary_of)
-expect_rc 0 "snapshot --format report" -- ctl snapshot --pid "$trainer" --format report -o "$tmp/h.txt"
-sum_rep=$(summary_of)
+# summaries PID NAME: the lines of --format hps into sum_hps, of --format report into sum_rep
+summaries() {
+	expect_rc 0 "snapshot --format hps of $2" -- ctl snapshot --pid "$1" --format hps -o "$tmp/$2.hps"
+	sum_hps=$(summary_of)
+	expect_rc 0 "snapshot --format report of $2" -- ctl snapshot --pid "$1" --format report -o "$tmp/$2.txt"
+	sum_rep=$(summary_of)
+}
+summaries "$trainer" trainer
 grep -q "^acl_thread: " <<<"$sum_hps" && [ "$sum_hps" = "$sum_rep" ] \
 	&& ok "--format hps: the summary and acl_thread lines of the decoded snapshot" \
 	|| fail "--format hps: '$sum_hps', decoded: '$sum_rep'"
 sleep 0.5 & short=$!
 expect_rc 0 "watch a short process" -- ctl watch --pid "$short"
 wait "$short"
-expect_rc 0 "snapshot --format hps of it" -- ctl snapshot --pid "$short" --format hps -o "$tmp/s.hps"
-sum_hps=$(summary_of)
-expect_rc 0 "snapshot --format report of it" -- ctl snapshot --pid "$short" --format report -o "$tmp/s.txt"
-sum_rep=$(summary_of)
+summaries "$short" short
 grep -qE "^pid $short: [0-9]+ events over [0-9.]+ s, [1-9][0-9]* threads$" <<<"$sum_hps" && [ "$sum_hps" = "$sum_rep" ] \
 	&& ok "--format hps, no acl_thread: the summary line of the decoded snapshot ($sum_hps)" \
 	|| fail "--format hps, no acl_thread: '$sum_hps', decoded: '$sum_rep'"
-expect_rc 0 "the .hps reads back" -- ctl export "$tmp/s.hps" --format report -o "$tmp/s2.txt"
-cmp -s "$tmp/s.txt" "$tmp/s2.txt" && ok "and makes the report the daemon's snapshot made" || fail "s.hps: another report"
+expect_rc 0 "the .hps reads back" -- ctl export "$tmp/short.hps" --format report -o "$tmp/short2.txt"
+cmp -s "$tmp/short.txt" "$tmp/short2.txt" && ok "and makes the report the daemon's snapshot made" || fail "s.hps: another report"
 
 expect_rc 0 "snapshot --window 1s" -- ctl snapshot --pid "$trainer" --window 1s -o "$tmp/w.pftrace"
 n_all=$(perfetto_sched "$tmp/t.pftrace" | grep -c '^switch ')

@@ -489,76 +489,6 @@ static void test_global_budget(void)
 	kill_child(b);
 }
 
-/* The chunk pool (recorder.c, chunk_new()): slabs of 2 MiB, aligned, each handed to the
- * collapse hook once all its chunks were handed out and all of them again when a fork
- * ends; freed chunks reused, so the memory mapped stays within the budget and a slab; a
- * budget lowered unmaps what is freed past it. */
-#define SLAB (2u << 20)
-
-static bool pool_forked;
-static size_t collapse_calls, collapse_ranges, collapse_misaligned;
-
-static bool fake_forked(void)
-{
-	return pool_forked;
-}
-
-static void fake_collapse(void *ud, void *const *addrs, size_t n, size_t len)
-{
-	collapse_calls++;
-	collapse_ranges += n;
-	CHECK_EQ_U64(len, SLAB);
-	for (size_t i = 0; i < n; i++)
-		collapse_misaligned += (uintptr_t)addrs[i] % SLAB != 0;
-}
-
-static void test_pool(void)
-{
-	struct recorder_limits lim = big;
-	uint32_t a = getpid();
-	struct proc_rec *pa;
-	struct recorder *rec;
-	const size_t per_slab = SLAB / RECORDER_CHUNK;
-
-	lim.memory_bytes = lim.buffer_bytes = 2 * SLAB; /* 64 chunks */
-	rec = recorder_new(&lim);
-	recorder_set_pool_hooks(rec, fake_forked, fake_collapse, NULL);
-	CHECK_EQ_INT(recorder_watch(rec, a, HP_WATCH_PID, 0, SEC, &pa), 0);
-	for (size_t i = 0; i < per_slab - 1; i++)
-		fill_chunk(rec, a, SEC + i);
-	CHECK_EQ_U64(recorder_mapped_bytes(rec), SLAB);
-	CHECK_EQ_U64(collapse_calls, 0); /* a chunk of it not handed out yet */
-	fill_chunk(rec, a, 2 * SEC);
-	CHECK_EQ_U64(collapse_calls, 1); /* the first slab all handed out */
-	fill_chunk(rec, a, 2 * SEC + 1);
-	CHECK_EQ_U64(recorder_mapped_bytes(rec), 2 * SLAB);
-	/* ten times the budget: evicted chunks reused, no more memory */
-	for (size_t i = 0; i < 10 * 2 * per_slab; i++)
-		fill_chunk(rec, a, 3 * SEC + i);
-	CHECK_EQ_U64(recorder_bytes(rec), 2 * SLAB);
-	CHECK(recorder_mapped_bytes(rec) <= 3 * SLAB);
-	CHECK_EQ_U64(records_of(pa) + pa->evicted, pa->events);
-	check_chunks(pa);
-	/* a fork comes and goes: every slab once more */
-	pool_forked = true;
-	fill_chunk(rec, a, 4 * SEC);
-	pool_forked = false;
-	collapse_ranges = 0;
-	fill_chunk(rec, a, 5 * SEC);
-	CHECK_EQ_U64(collapse_ranges, recorder_mapped_bytes(rec) / SLAB);
-	CHECK_EQ_U64(collapse_misaligned, 0);
-	/* the budget lowered: chunks freed past it are unmapped */
-	lim.memory_bytes = lim.buffer_bytes = 4 * RECORDER_CHUNK;
-	recorder_set_limits(rec, &lim);
-	for (size_t i = 0; i < 2 * 2 * per_slab; i++)
-		fill_chunk(rec, a, 6 * SEC + i);
-	CHECK_EQ_U64(recorder_bytes(rec), 4 * RECORDER_CHUNK);
-	CHECKF(recorder_mapped_bytes(rec) <= 4 * RECORDER_CHUNK + SLAB, "%llu bytes mapped",
-	       (unsigned long long)recorder_mapped_bytes(rec));
-	check_chunks(pa);
-	recorder_free(rec);
-}
-
 static unsigned gone_calls, freed_calls;
 static uint32_t freed_pid;
 
@@ -1014,7 +944,6 @@ int main(void)
 	test_window();
 	test_process_budget();
 	test_global_budget();
-	test_pool();
 	test_exited();
 	test_exit_record();
 	test_user_quotas();
