@@ -55,14 +55,19 @@
 #include "prefault.h"
 #include "snapjob.h"
 
+#define PLACE_CAUSES 5 /* SNAPJOB_PLACE_*, below */
+/* the child's header: [uint32 placement][int32 errno]...[int32 status][uint64 length] */
+#define SNAPJOB_HDR_MAX (sizeof(uint32_t) + sizeof(int32_t[PLACE_CAUSES]) + sizeof(int32_t) + sizeof(uint64_t))
+
 struct snapjob {
 	struct io_source io; /* the pipe from the child */
 	struct loop *loop;
 	unsigned cpu_limit_s;
 	pid_t pid; /* 0: not forked yet, or reaped */
-	struct hp_buf buf; /* the child's header; after its bytes, anything it sent past them */
+	uint8_t hdr[SNAPJOB_HDR_MAX]; /* the child's header */
+	size_t hdr_len;
 	uint8_t *data; /* its bytes, read straight in once the header gave their length */
-	uint64_t want, got;
+	uint64_t want, got, past; /* past: bytes it sent past them (an error) */
 	bool header_read;
 	snapjob_done_fn done;
 	void *ud;
@@ -103,7 +108,6 @@ static struct {
 #define SNAPJOB_PLACE_AFFINITY 0x4
 #define SNAPJOB_PLACE_CPULIMIT 0x8
 #define SNAPJOB_PLACE_AUTOGROUP 0x10
-#define PLACE_CAUSES 5
 static uint32_t place_failed;          /* child: what failed */
 static int32_t place_errno[PLACE_CAUSES]; /* child: with which errno */
 static uint32_t place_logged;          /* parent: what was logged already */
@@ -253,36 +257,34 @@ static void job_free(struct snapjob *j)
 		kill(j->pid, SIGKILL);
 		(void)waitpid(j->pid, NULL, 0);
 	}
-	hp_buf_free(&j->buf);
 	free(j->data);
 	free(j);
 }
 
-/* The bytes of the header in buf ([uint32 placement][int32 errno]...[int32 status], and
+/* The bytes of the header in hdr ([uint32 placement][int32 errno]...[int32 status], and
  * [uint64 length] after a status >= 0), or 0 while it is incomplete; *ret_want: that
  * length (0 after a status < 0). */
 static size_t header_size(const struct snapjob *j, uint64_t *ret_want)
 {
-	size_t have = hp_buf_pending(&j->buf), n = sizeof(uint32_t);
-	const uint8_t *p = j->buf.data + j->buf.off;
+	size_t have = j->hdr_len, n = sizeof(uint32_t);
 	uint32_t placement;
 	int32_t status;
 
 	*ret_want = 0;
 	if (have < n)
 		return 0;
-	memcpy(&placement, p, sizeof(placement));
+	memcpy(&placement, j->hdr, sizeof(placement));
 	if (placement)
 		n += sizeof(int32_t[PLACE_CAUSES]);
 	if (have < n + sizeof(status))
 		return 0;
-	memcpy(&status, p + n, sizeof(status));
+	memcpy(&status, j->hdr + n, sizeof(status));
 	n += sizeof(status);
 	if (status < 0)
 		return n;
 	if (have < n + sizeof(*ret_want))
 		return 0;
-	memcpy(ret_want, p + n, sizeof(*ret_want));
+	memcpy(ret_want, j->hdr + n, sizeof(*ret_want));
 	return n + sizeof(*ret_want);
 }
 
@@ -295,11 +297,14 @@ static size_t header_size(const struct snapjob *j, uint64_t *ret_want)
  */
 static void take_header(struct snapjob *j, size_t hsize, uint64_t want)
 {
-	size_t extra = hp_buf_pending(&j->buf) - hsize;
+	size_t extra = j->hdr_len - hsize;
 
 	j->header_read = true;
-	if (!want)
+	j->hdr_len = hsize; /* the header stays for finish() */
+	if (!want) {
+		j->past = extra;
 		return;
+	}
 	j->data = want <= SIZE_MAX ? malloc(want) : NULL;
 	if (!j->data) {
 		j->oom = true;
@@ -308,8 +313,8 @@ static void take_header(struct snapjob *j, size_t hsize, uint64_t want)
 	prefault(j->data, want);
 	j->want = want;
 	j->got = MIN((uint64_t)extra, want);
-	memcpy(j->data, j->buf.data + j->buf.off + hsize, j->got);
-	j->buf.len -= j->got; /* the header stays in buf for finish() */
+	j->past = extra - j->got;
+	memcpy(j->data, j->hdr + hsize, j->got);
 }
 
 static void finish(struct snapjob *j)
@@ -338,25 +343,22 @@ static void finish(struct snapjob *j)
 		}
 	}
 	if (!timed_out && !j->oom && j->header_read) {
-		memcpy(&placement, j->buf.data + j->buf.off, sizeof(placement));
-		hp_buf_consume(&j->buf, sizeof(placement));
+		size_t at = 0;
+
+		memcpy(&placement, j->hdr, sizeof(placement));
+		at += sizeof(placement);
 		if (placement) {
 			int32_t errs[PLACE_CAUSES];
 
-			memcpy(errs, j->buf.data + j->buf.off, sizeof(errs));
-			hp_buf_consume(&j->buf, sizeof(errs));
+			memcpy(errs, j->hdr + at, sizeof(errs));
+			at += sizeof(errs);
 			log_placement(placement, errs);
 		}
-		memcpy(&status, j->buf.data + j->buf.off, sizeof(status));
-		hp_buf_consume(&j->buf, sizeof(status));
-		if (status >= 0) {
-			hp_buf_consume(&j->buf, sizeof(uint64_t)); /* j->want */
-			len = hp_buf_pending(&j->buf); /* past the bytes: none */
-			if (j->got != j->want || len) {
-				log_error("snapshot job: the child sent %llu of %llu bytes",
-					  (unsigned long long)(j->got + len), (unsigned long long)j->want);
-				status = -EIO;
-			}
+		memcpy(&status, j->hdr + at, sizeof(status));
+		if (status >= 0 && (j->got != j->want || j->past)) {
+			log_error("snapshot job: the child sent %llu of %llu bytes",
+				  (unsigned long long)(j->got + j->past), (unsigned long long)j->want);
+			status = -EIO;
 		}
 	} else if (timed_out) {
 		status = -ETIME;
@@ -387,18 +389,15 @@ static int on_pipe(struct io_source *src, uint32_t events)
 	struct snapjob *j = (struct snapjob *)src;
 
 	for (;;) {
+		uint8_t past[256];
 		ssize_t n;
 
-		if (j->data && j->got < j->want) {
+		if (j->data && j->got < j->want)
 			n = read(src->fd, j->data + j->got, MIN(j->want - j->got, (uint64_t)SSIZE_MAX));
-		} else {
-			/* the header, or what a child sends past its bytes (an error) */
-			if (hp_buf_reserve(&j->buf, 64 * 1024) < 0) {
-				j->oom = true;
-				break;
-			}
-			n = read(src->fd, j->buf.data + j->buf.len, j->buf.cap - j->buf.len);
-		}
+		else if (!j->header_read)
+			n = read(src->fd, j->hdr + j->hdr_len, sizeof(j->hdr) - j->hdr_len);
+		else
+			n = read(src->fd, past, sizeof(past)); /* past its bytes: counted, an error */
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno == EAGAIN)
@@ -407,17 +406,20 @@ static int on_pipe(struct io_source *src, uint32_t events)
 			break;
 		if (j->data && j->got < j->want) {
 			j->got += n;
-			continue;
-		}
-		j->buf.len += n;
-		if (!j->header_read) {
+		} else if (!j->header_read) {
 			uint64_t want;
-			size_t hsize = header_size(j, &want);
+			size_t hsize;
 
+			j->hdr_len += n;
+			hsize = header_size(j, &want);
 			if (hsize)
 				take_header(j, hsize, want);
+			else if (j->hdr_len == sizeof(j->hdr))
+				break; /* cannot be: a full header fits */
 			if (j->oom)
 				break;
+		} else {
+			j->past += n;
 		}
 	}
 	finish(j);
