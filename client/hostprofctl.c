@@ -699,6 +699,16 @@ static void heap_prefault(size_t hps_bytes)
 }
 
 /* A request that answers with a snapshot stream: the .hps bytes, parsed. */
+/* The snapshot hostprofd sent, decoded. */
+static int unpack_received(const struct hp_buf *data, Hostprof__Snapshot **ret_snap)
+{
+	heap_prefault(hp_buf_pending(data));
+	if (hps_unpack(data->data + data->off, hp_buf_pending(data), ret_snap) < 0)
+		return fail(EXIT_FAILURE, "hostprofd sent a snapshot that does not parse");
+	return 0;
+}
+
+/* ret_snap NULL: the bytes only, not decoded */
 static int stream_request(Hostprof__Request *req, struct hp_buf *data, Hostprof__Snapshot **ret_snap,
 			  uint64_t *ret_events)
 {
@@ -713,10 +723,7 @@ static int stream_request(Hostprof__Request *req, struct hp_buf *data, Hostprof_
 	conn_close(&c);
 	if (r || !ret_snap)
 		return r;
-	heap_prefault(hp_buf_pending(data));
-	if (hps_unpack(data->data + data->off, hp_buf_pending(data), ret_snap) < 0)
-		return fail(EXIT_FAILURE, "hostprofd sent a snapshot that does not parse");
-	return 0;
+	return unpack_received(data, ret_snap);
 }
 
 static int parse_format_arg(const char *arg, unsigned *ret_mask)
@@ -768,7 +775,7 @@ static void print_summary(const Hostprof__Snapshot *snap, uint64_t events)
 
 	print_counts(snap->pid, events, snap->start_ns, snap->end_ns, snap->n_threads);
 	if (report_preemptions(snap, SUMMARY_THREAD, &sum) == 0 && sum.threads) {
-		report_preemptions_line(&sum, "acl_thread", line, sizeof(line));
+		report_preemptions_line(&sum, SUMMARY_THREAD, line, sizeof(line));
 		fprintf(stderr, "%s\n", line);
 	}
 }
@@ -907,11 +914,9 @@ static int cmd_snapshot(int argc, char **argv)
 				print_counts(pk.pid, events, pk.start_ns, pk.end_ns, pk.n_threads);
 			goto out;
 		}
-		heap_prefault(hp_buf_pending(&data));
-		if (hps_unpack(data.data + data.off, hp_buf_pending(&data), &snap) < 0) {
-			r = fail(EXIT_FAILURE, "hostprofd sent a snapshot that does not parse");
+		r = unpack_received(&data, &snap);
+		if (r)
 			goto out;
-		}
 	} else {
 		r = stream_request(&req, &data, &snap, &events);
 		if (r)

@@ -305,7 +305,7 @@ static void take_header(struct snapjob *j, size_t hsize, uint64_t want)
 		j->past = extra;
 		return;
 	}
-	j->data = want <= SIZE_MAX ? malloc(want) : NULL;
+	j->data = malloc(want);
 	if (!j->data) {
 		j->oom = true;
 		return;
@@ -413,9 +413,7 @@ static int on_pipe(struct io_source *src, uint32_t events)
 			j->hdr_len += n;
 			hsize = header_size(j, &want);
 			if (hsize)
-				take_header(j, hsize, want);
-			else if (j->hdr_len == sizeof(j->hdr))
-				break; /* cannot be: a full header fits */
+				take_header(j, hsize, want); /* hdr holds the longest header */
 			if (j->oom)
 				break;
 		} else {

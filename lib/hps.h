@@ -27,6 +27,8 @@ int hps_validate(const Hostprof__Snapshot *snap);
 const char *hps_inconsistency(const Hostprof__Snapshot *snap);
 int hps_read_file(const char *path, Hostprof__Snapshot **ret_snap);
 
+void hps_free(Hostprof__Snapshot *snap);
+
 /*
  * What a summary line says of a snapshot, read off its encoding without decoding it (a
  * 10 s window of a busy process is ~9 MiB that a client writing it as it is need not
@@ -42,7 +44,6 @@ struct hps_peek {
 	bool named;
 };
 int hps_peek(const uint8_t *data, size_t len, const char *thread_glob, struct hps_peek *ret);
-void hps_free(Hostprof__Snapshot *snap);
 
 /*
  * Absolute timestamps of a table's ts_delta column (start_ns + running sum), malloc'ed.
