@@ -68,10 +68,14 @@ HP_MAP(watched, BPF_MAP_TYPE_HASH, HP_MAX_WATCHED, __u32, struct hp_watch);
 #define TASK_VICTIM 0x8       /* counted in victims[off_cpu].waiting */
 #define TASK_GIL_TAKE 0x100   /* gil.bpf.h: a take of a CPython GIL is going on (gil_tasks has it) */
 #define TASK_BLK_SYSCALL 0x10 /* syscalls = blocking: it went off the CPU inside syscall sys_nr */
-#define TASK_BLK_USTACK 0x20  /* syscalls = blocking: its stack_cache user stack is that switch-out's */
+#define TASK_BLK_USTACK 0x20  /* syscalls = blocking: its stack_cache user stack u_place is that switch-out's */
 #define TASK_BLK_USKIP 0x40   /* syscalls = blocking: no walk at that switch-out (rate limit) */
 
 #define HIST_CACHE 8 /* syscall numbers whose histogram slot a thread remembers (direct-mapped) */
+/* user stacks a thread keeps, one per place it blocks from (struct stack_cache): a thread
+ * that takes turns between a few (a dispatch thread waiting for work, then for the device)
+ * walks none of them again */
+#define USTACK_PLACES 4
 
 struct task {
 	__u64 off_ts;  /* switched out at */
@@ -98,12 +102,14 @@ struct task {
 	__u32 flt_exec;
 	__u32 flt_prot;
 	/* syscalls = blocking: the first arguments of the syscall it blocked in; and the user
-	 * registers its stack_cache user stack was walked at */
+	 * registers each of its stack_cache user stacks was walked at */
 	__u64 blk_args[HP_SYSCALL_ARGS];
-	__u64 u_ip, u_sp;
+	__u64 u_ip[USTACK_PLACES], u_sp[USTACK_PLACES];
 	__u64 u_tat;    /* blocking: when its next walk is due (ustack_gap_ns apart, ustack_burst_ns ahead at most) */
-	__u32 u_walked; /* u_ip, u_sp are set */
-	__u32 pad1;
+	__u8 u_walked;  /* bit p: u_ip[p], u_sp[p] are set */
+	__u8 u_place;   /* TASK_BLK_USTACK: the place of that switch-out's user stack */
+	__u8 u_next;    /* the place the next walk takes (round robin) */
+	__u8 pad1[5];
 	__u64 py_tat; /* blocking: when its next Python walk at a switch-out is due (the same rate as u_tat) */
 	/* exact: histogram slots of recent syscall numbers, valid while hist_gen is */
 	__u32 hist_gen;
@@ -124,21 +130,23 @@ HP_MAP(tasks, BPF_MAP_TYPE_HASH, HP_MAX_TASKS, __u32, struct task); /* 1 entry w
 
 /*
  * A thread's latest stack walks, for its off-CPU intervals (stacks.bpf.h). The user
- * stack: struct task has the user instruction and stack pointers it was walked at; a
- * later block with the same two has the same stack (same call site, same frame), and
- * reuses it. The kernel stack: with the user registers and the syscall it was walked
+ * stacks: one per place (USTACK_PLACES), struct task has the user instruction and stack
+ * pointers each was walked at; a later block with the same two has the same stack (same
+ * call site, same frame), and reuses it. The kernel stack: with the user registers and the syscall it was walked
  * in; a later block from the same place in the same syscall reuses it for
  * kstack_reuse_ns after the walk, then walks again (HP_STACK_KREUSED marks a reuse).
  */
 struct stack_cache {
-	__u16 len; /* user frames */
+	__u16 len[USTACK_PLACES];         /* user frames */
+	__u32 stack_flags[USTACK_PLACES]; /* HP_STACK_UTRUNC/UFAIL of the user walk */
 	__u16 klen;
-	__u32 stack_flags;  /* HP_STACK_UTRUNC/UFAIL of the user walk */
+	__u16 pad;
 	__u32 kstack_flags; /* HP_STACK_KTRUNC/KFAIL of the kernel walk */
 	__s32 k_nr;         /* the syscall it was walked in, -1: none */
+	__u32 pad1;
 	__u64 k_ip, k_sp;   /* the user registers it was walked at */
 	__u64 k_ts;         /* when (0: never) */
-	__u64 frames[HP_MAX_STACK];
+	__u64 frames[USTACK_PLACES][HP_MAX_STACK];
 	__u64 kframes[HP_MAX_STACK];
 };
 

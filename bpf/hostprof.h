@@ -192,7 +192,7 @@ struct hp_offcpu {
 	__u16 kstack_len;
 	__u16 ustack_len;
 	__u32 stack_flags;
-	__u32 pad;
+	__u32 place; /* HP_EV_RAWUSTACK.place of the user stack's walk; 0: none */
 	char waker_comm[HP_COMM_LEN];
 	__u64 frames[];
 };
@@ -225,7 +225,10 @@ struct hp_rawsample {
 	__u16 ustack_len;
 	__u32 stack_flags;
 	__u32 stack_len; /* a multiple of 8 */
-	__u32 pad;
+	/* HP_EV_RAWUSTACK: which of its thread's user-stack places (1 + index) the walk it
+	 * copies for went to; the off-CPU records that take that walk name the same; 0 in
+	 * HP_EV_RAWSAMPLE */
+	__u32 place;
 	__u64 regs_valid; /* bit n: regs[n] was read */
 	__u64 regs[HP_RAW_REGS];
 	__u64 frames[]; /* kstack_len + ustack_len, then the stack's stack_len bytes */
@@ -238,7 +241,7 @@ struct hp_ustack {
 	__u32 tid;
 	__u32 pid;
 	__u16 ustack_len;
-	__u16 pad16;
+	__u16 place; /* HP_EV_RAWUSTACK.place of the user stack's walk; 0: none */
 	__u32 stack_flags;
 	__u64 frames[];
 };

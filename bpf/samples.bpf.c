@@ -45,7 +45,7 @@ static __always_inline bool sample_raw(struct bpf_perf_event_data *ctx, __u32 pi
 	e->tid = tid;
 	e->pid = pid;
 	e->stack_flags = 0;
-	e->pad = 0;
+	e->place = 0;
 	r = bpf_get_stack(ctx, e->frames, HP_MAX_STACK * sizeof(__u64), 0);
 	k = stack_frames(r, &e->stack_flags, HP_STACK_KTRUNC, HP_STACK_KFAIL);
 	if (k > HP_MAX_STACK)

@@ -6,7 +6,8 @@
  * since), and its user stack: with syscalls = exact at the syscall's exit that follows
  * (the user registers are intact there), with syscalls = blocking the one walked at the
  * switch-out (struct stack_cache: walked at most once per ustack_gap_ns a thread, and reused
- * while the thread blocks with the same user registers).
+ * while the thread blocks with the same user registers as at one of its last
+ * USTACK_PLACES walks).
  */
 #ifndef HOSTPROF_STACKS_BPF_H
 #define HOSTPROF_STACKS_BPF_H
@@ -74,12 +75,25 @@ static __always_inline struct stack_cache *stack_cache_of(struct task_struct *ta
 	return bpf_map_lookup_elem(&stack_cache, &tid);
 }
 
+/* The place of t's user stacks walked at ip and sp; USTACK_PLACES: none. */
+static __always_inline __u32 ustack_place(const struct task *t, __u64 ip, __u64 sp)
+{
+	__u32 p;
+
+	for (p = 0; p < USTACK_PLACES; p++)
+		if ((t->u_walked & (1u << p)) && t->u_ip[p] == ip && t->u_sp[p] == sp)
+			break;
+	return p;
+}
+
 /*
  * syscalls = blocking, at the switch-out of a watched thread that blocks (prev, the
  * current task): the syscall it blocked in, from its saved user registers, and its user
- * stack, unless the one walked last is the same (same instruction and stack pointers) or the thread has used
- * up its walks (one per ustack_gap_ns, in bursts of ustack_burst_ns: a thread that blocks
- * at ever new places costs at most that; one that blocks at the same place, nothing).
+ * stack, unless one of its last USTACK_PLACES walks was at the same place (same
+ * instruction and stack pointers) or the thread has used up its walks (one per
+ * ustack_gap_ns, in bursts of ustack_burst_ns: a thread that blocks at ever new places
+ * costs at most that; one that takes turns between a few places, nothing). A walk takes
+ * the places in turn.
  */
 static __always_inline void blocked_switch_out(void *ctx, struct task_struct *prev, struct task *t, __u32 pid,
 					       __u32 tid, __u64 now, bool btf)
@@ -88,6 +102,7 @@ static __always_inline void blocked_switch_out(void *ctx, struct task_struct *pr
 	__u64 ip, sp, tat;
 	struct stack_cache *u;
 	long nr, r;
+	__u32 p;
 
 	t->flags &= ~(TASK_BLK_SYSCALL | TASK_BLK_USTACK | TASK_BLK_USKIP);
 	if (!regs)
@@ -103,7 +118,9 @@ static __always_inline void blocked_switch_out(void *ctx, struct task_struct *pr
 	/* (not the frame pointer: code built without one keeps anything in it) */
 	ip = PT_REGS_IP(regs);
 	sp = PT_REGS_SP(regs);
-	if (t->u_walked && t->u_ip == ip && t->u_sp == sp) {
+	p = ustack_place(t, ip, sp);
+	if (p < USTACK_PLACES) {
+		t->u_place = p;
 		t->flags |= TASK_BLK_USTACK;
 		return;
 	}
@@ -120,15 +137,19 @@ static __always_inline void blocked_switch_out(void *ctx, struct task_struct *pr
 		stat_inc(HP_STAT_STACK_FAILED);
 		return;
 	}
-	u->stack_flags = 0;
-	r = bpf_get_stack(ctx, u->frames, HP_MAX_STACK * sizeof(__u64), BPF_F_USER_STACK);
-	u->len = stack_frames(r, &u->stack_flags, HP_STACK_UTRUNC, HP_STACK_UFAIL);
-	t->u_walked = 1;
-	t->u_ip = ip;
-	t->u_sp = sp;
+	p = t->u_next & (USTACK_PLACES - 1);
+	t->u_next = (p + 1) & (USTACK_PLACES - 1);
+	u->stack_flags[p] = 0;
+	r = bpf_get_stack(ctx, u->frames[p], HP_MAX_STACK * sizeof(__u64), BPF_F_USER_STACK);
+	u->len[p] = stack_frames(r, &u->stack_flags[p], HP_STACK_UTRUNC, HP_STACK_UFAIL);
+	t->u_walked |= 1u << p;
+	t->u_ip[p] = ip;
+	t->u_sp[p] = sp;
+	t->u_place = p;
 	t->flags |= TASK_BLK_USTACK;
-	/* --unwind: the same stack for the CFI unwinder, which the interval takes if it is one */
-	ustack_copy_out(pid, tid, now);
+	/* --unwind: the same stack for the CFI unwinder, which the intervals that take this
+	 * place's walk take if it is one */
+	ustack_copy_out(pid, tid, now, p + 1);
 }
 
 /*
@@ -157,6 +178,7 @@ static __always_inline void blocked_python(struct task *t, __u32 pid, __u32 tid,
 static __always_inline __u16 blocked_ustack(struct hp_offcpu *e, struct task_struct *next, struct task *t,
 					    __u32 tid, __u16 k, bool btf)
 {
+	__u32 p = t->u_place & (USTACK_PLACES - 1);
 	struct stack_cache *u;
 	__u32 n;
 
@@ -170,14 +192,15 @@ static __always_inline __u16 blocked_ustack(struct hp_offcpu *e, struct task_str
 	u = stack_cache_of(next, tid, btf, false);
 	if (!u)
 		return 0;
-	e->stack_flags |= u->stack_flags;
-	n = u->len;
+	e->stack_flags |= u->stack_flags[p];
+	n = u->len[p];
 	if (n > HP_MAX_STACK)
 		n = HP_MAX_STACK;
 	if (k > HP_MAX_STACK)
 		return 0;
-	if (n && bpf_probe_read_kernel(&e->frames[k], n * sizeof(__u64), u->frames))
+	if (n && bpf_probe_read_kernel(&e->frames[k], n * sizeof(__u64), u->frames[p]))
 		return 0;
+	e->place = p + 1;
 	return n;
 }
 
@@ -254,7 +277,7 @@ static __always_inline void emit_offcpu(struct task_struct *next, struct task *t
 	e->stack_flags = 0;
 	e->kstack_len = 0;
 	e->ustack_len = 0;
-	e->pad = 0;
+	e->place = 0;
 	if (btf)
 		e->kstack_len = offcpu_kstack(e, next, tid, now);
 	else
@@ -275,7 +298,8 @@ static __always_inline void emit_offcpu(struct task_struct *next, struct task *t
 /*
  * The user stack of an off-CPU interval that ended while this thread was in a syscall,
  * at that syscall's exit (regs: its user registers): the one walked last if the
- * instruction and stack pointers are the same, else walked now and kept.
+ * instruction and stack pointers are the same, else walked now and kept (in place 0:
+ * syscalls = exact walks only for the blocks that last, few enough to need one place).
  */
 static __always_inline void emit_ustack(void *ctx, struct pt_regs *regs, struct task *t, __u32 tid, __u32 pid,
 					__u64 now, bool btf)
@@ -294,22 +318,23 @@ static __always_inline void emit_ustack(void *ctx, struct pt_regs *regs, struct 
 	e->off_ts = t->pending_off_ts;
 	e->tid = tid;
 	e->pid = pid;
-	e->pad16 = 0;
+	e->place = 1;
 	e->stack_flags = 0;
-	if (c && t->u_walked && t->u_ip == ip && t->u_sp == sp && !frames_copy(e->frames, c->frames, c->len)) {
-		e->stack_flags = c->stack_flags;
-		e->ustack_len = c->len > HP_MAX_STACK ? HP_MAX_STACK : c->len;
+	if (c && (t->u_walked & 1) && t->u_ip[0] == ip && t->u_sp[0] == sp &&
+	    !frames_copy(e->frames, c->frames[0], c->len[0])) {
+		e->stack_flags = c->stack_flags[0];
+		e->ustack_len = c->len[0] > HP_MAX_STACK ? HP_MAX_STACK : c->len[0];
 	} else {
 		r = bpf_get_stack(ctx, e->frames, HP_MAX_STACK * sizeof(__u64), BPF_F_USER_STACK);
 		e->ustack_len = stack_frames(r, &e->stack_flags, HP_STACK_UTRUNC, HP_STACK_UFAIL);
 		/* --unwind: the same stack for the CFI unwinder, drained before this record */
-		ustack_copy_out(pid, tid, t->pending_off_ts);
-		if (c && !frames_copy(c->frames, e->frames, e->ustack_len)) {
-			c->len = e->ustack_len;
-			c->stack_flags = e->stack_flags;
-			t->u_ip = ip;
-			t->u_sp = sp;
-			t->u_walked = 1;
+		ustack_copy_out(pid, tid, t->pending_off_ts, 1);
+		if (c && !frames_copy(c->frames[0], e->frames, e->ustack_len)) {
+			c->len[0] = e->ustack_len;
+			c->stack_flags[0] = e->stack_flags;
+			t->u_ip[0] = ip;
+			t->u_sp[0] = sp;
+			t->u_walked |= 1;
 		}
 	}
 	stack_record_output(s, &e->hdr, sizeof(*e), e->ustack_len);

@@ -114,12 +114,13 @@ static __always_inline __u32 copy_stack(__u8 *base, __u64 sp)
 
 /*
  * HP_EV_RAWUSTACK: the current task's registers and stack for the off-CPU interval of tid
- * that begins (began) at ts, whose user stack was just walked by frame pointers: the
- * daemon unwinds it and gives the interval those frames. A global function, verified on
+ * that begins (began) at ts, whose user stack was just walked by frame pointers into the
+ * thread's place `place` (1 + index): the daemon unwinds it and gives the interval those
+ * frames, and every later interval that reuses that place's walk. A global function, verified on
  * its own (the switch hook is near 6.1's verifier limits); weak: sched.bpf.c and
  * syscalls.bpf.c both have it. 0 always.
  */
-__attribute__((noinline, weak)) int ustack_copy_out(__u32 pid, __u32 tid, __u64 ts)
+__attribute__((noinline, weak)) int ustack_copy_out(__u32 pid, __u32 tid, __u64 ts, __u32 place)
 {
 	__u32 key = RAWBUF_TRACEPOINT, len;
 	struct hp_rawsample *e;
@@ -139,7 +140,7 @@ __attribute__((noinline, weak)) int ustack_copy_out(__u32 pid, __u32 tid, __u64 
 	e->kstack_len = 0;
 	e->ustack_len = 0;
 	e->stack_flags = 0;
-	e->pad = 0;
+	e->place = place;
 	len = copy_stack((__u8 *)e->frames, sp);
 	e->stack_len = len;
 	len += sizeof(*e);

@@ -55,11 +55,14 @@ const struct hp_hdr *rawsample_unwind(struct symbolizer *sym, const struct hp_ra
 	return &e->hdr;
 }
 
-#define USTACK_SLOTS 1024 /* threads whose latest copy is kept: ~0.5 MiB */
-#define USTACK_HELD 64     /* copies held for a second unwind, ~17 KiB each */
+/* the latest copy of each place of a thread's (HP_EV_RAWUSTACK.place): a thread has up to
+ * 4 (USTACK_PLACES in the BPF programs) */
+#define USTACK_SLOTS 2048 /* ~1.1 MiB */
+#define USTACK_HELD 64    /* copies held for a second unwind, ~17 KiB each */
 
 struct ustack_slot {
 	uint32_t tid;
+	uint32_t place;
 	uint64_t pc;
 	struct unwind_result res;
 	uint64_t frames[HP_MAX_STACK];
@@ -87,6 +90,11 @@ static void slot_release(struct rawustacks *u, struct ustack_slot *slot)
 	}
 }
 
+static struct ustack_slot *slot_of(struct rawustacks *u, uint32_t tid, uint32_t place)
+{
+	return &u->slots[(tid * 4 + place) % USTACK_SLOTS];
+}
+
 void rawustacks_free(struct rawustacks *u)
 {
 	if (!u)
@@ -108,11 +116,12 @@ static void slot_unwind(struct ustack_slot *slot, struct symbolizer *sym, const 
 		return;
 	slot->pc = slot->frames[0]; /* the pc: where the frame-pointer walk begins too */
 	slot->tid = raw->tid;
+	slot->place = raw->place;
 }
 
 void rawustack_note(struct rawustacks *u, struct symbolizer *sym, const struct hp_rawsample *raw)
 {
-	struct ustack_slot *slot = &u->slots[raw->tid % USTACK_SLOTS];
+	struct ustack_slot *slot = slot_of(u, raw->tid, raw->place);
 
 	slot_release(u, slot);
 	slot->tid = 0;
@@ -135,31 +144,34 @@ const struct hp_hdr *rawustack_apply(struct rawustacks *u, struct symbolizer *sy
 	struct ustack_slot *slot;
 	size_t base, k = 0, n;
 	const __u64 *fp;
-	uint32_t tid, flags;
+	uint32_t tid, place, flags;
 	uint16_t nfp;
+	bool mine;
 
 	if (rec->type == HP_EV_OFFCPU) {
 		const struct hp_offcpu *e = (const void *)rec;
 
-		tid = e->tid, k = e->kstack_len, nfp = e->ustack_len, flags = e->stack_flags, fp = e->frames + k;
+		tid = e->tid, place = e->place, k = e->kstack_len, nfp = e->ustack_len, flags = e->stack_flags;
+		fp = e->frames + k;
 		base = sizeof(*e);
 	} else if (rec->type == HP_EV_USTACK) {
 		const struct hp_ustack *e = (const void *)rec;
 
-		tid = e->tid, nfp = e->ustack_len, flags = e->stack_flags, fp = e->frames;
+		tid = e->tid, place = e->place, nfp = e->ustack_len, flags = e->stack_flags, fp = e->frames;
 		base = sizeof(*e);
 	} else
 		return rec;
 	if (!nfp || !sym)
 		return rec;
-	slot = &u->slots[tid % USTACK_SLOTS];
+	slot = slot_of(u, tid, place);
+	mine = slot->tid == tid && slot->place == place && slot->pc == fp[0];
 	/* its mappings may be known now */
-	if (slot->tid == tid && slot->held && slot->pc == fp[0]) {
+	if (mine && slot->held) {
 		slot_unwind(slot, sym, slot->held);
 		if (slot->res.stop != UNWIND_NO_MAPPING)
 			slot_release(u, slot);
 	}
-	if (slot->tid != tid || slot->pc != fp[0] || symbolizer_keep_fp(sym, &slot->res, nfp)) {
+	if (!mine || !slot->tid || symbolizer_keep_fp(sym, &slot->res, nfp)) {
 		symbolizer_count_offcpu(sym, false);
 		return rec;
 	}

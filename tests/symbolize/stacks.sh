@@ -15,6 +15,9 @@
 #   nofp    tests/unwind/chain.c built without frame pointers: main;middle;leaf from CFI
 #           (--unwind all, the default), and not with --unwind off (frame pointers); and
 #           off-CPU, main;middle;sleeper blocked in glibc's nanosleep, in both syscall modes;
+#           and `chain turns`, blocking by turns from two places (nap: nanosleep, doze:
+#           poll): each interval with its own place's stack, each place walked and copied
+#           once (syscalls = blocking keeps a thread's last 4 places), not once a block;
 #   fpleaf  the same with frame pointers but a frameless leaf: main;middle;leaf from CFI,
 #           main;leaf (middle hidden) by frame pointers.
 # Environment (meson): HOSTPROFD, HOSTPROFCTL, SRCDIR, CXXCHILD, INLCHILD, CHAIN_NOFP, CHAIN_FPLEAF.
@@ -103,6 +106,25 @@ chain() {
 case $what in
 nofp)
 	chain "${CHAIN_NOFP:-}"
+	# two places by turns: ~500 blocks a second, each with its place's stack, walked once
+	start_daemon
+	run_watched chain-turns "$CHAIN_NOFP" turns
+	f=$tmp/chain-turns.offcpu.folded
+	offcpu_time "$f"
+	nap_us=$(grep -E "(^|;)main;middle;turns;nap;.*hrtimer_nanosleep" "$f" | awk '{ n += $NF } END { print n + 0 }')
+	doze_us=$(grep -E "(^|;)main;middle;turns;doze;.*do_sys_poll" "$f" | awk '{ n += $NF } END { print n + 0 }')
+	[ "$all_us" -gt 100000 ] && [ $((nap_us * 100)) -ge $((all_us * 35)) ] && [ $((doze_us * 100)) -ge $((all_us * 35)) ] \
+		&& ok "two places by turns: nap in $nap_us, doze in $doze_us of $all_us us blocked" \
+		|| fail "two places by turns: nap $nap_us, doze $doze_us of $all_us us: $(sort -t' ' -k2 -nr "$f" | head -4)"
+	swapped=$(grep -cE "(;turns;nap;.*poll|;turns;doze;.*nanosleep)" "$f")
+	[ "$swapped" = 0 ] && ok "no interval with the other place's user stack" || fail "$swapped stacks swapped: $(grep -E "(;turns;nap;.*poll|;turns;doze;.*nanosleep)" "$f" | head -2)"
+	copies=$(ctl status | sed -n 's/^unwinding: .* \([0-9]*\) stack copies drained.*/\1/p')
+	unwound=$(ctl status | sed -n 's/^unwinding: .*off-CPU user stacks \([0-9]*\) unwound.*/\1/p')
+	# one walk per place, and one more for each that met its mapping unread (the first tick)
+	[ -n "$copies" ] && [ "${unwound:-0}" -gt 400 ] && [ "$copies" -le 8 ] \
+		&& ok "walked and copied $copies times for $unwound intervals" \
+		|| fail "walked and copied ${copies:-?} times for ${unwound:-?} intervals: $(ctl status | grep unwinding)"
+	stop_daemon
 	# syscalls = exact: the off-CPU user stack is taken at the syscall's exit, copied there too
 	start_daemon --syscalls exact
 	run_watched chain-exact "$CHAIN_NOFP" block
