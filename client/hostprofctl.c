@@ -352,6 +352,7 @@ static void print_status_json(const Hostprof__Status *st)
 		jsonw_end_object(j);
 	}
 	jsonw_uint_field(j, "symbolizer_bytes", st->symbolizer_bytes);
+	jsonw_uint_field(j, "dwarf_bytes", st->dwarf_bytes);
 	jsonw_uint_field(j, "symbolizer_limit", st->symbolizer_limit);
 	jsonw_uint_field(j, "made_room", st->made_room);
 	if (st->quota) {
@@ -462,6 +463,8 @@ static void print_status_text(const Hostprof__Status *st)
 	}
 	printf("symbols:   %s of %s", human_bytes(st->symbolizer_bytes, a, sizeof(a)),
 	       human_bytes(st->symbolizer_limit, b, sizeof(b)));
+	if (st->dwarf_bytes)
+		printf(" (DWARF %s)", human_bytes(st->dwarf_bytes, a, sizeof(a)));
 	if (st->reads_over_budget)
 		printf(", %" PRIu64 " files not kept (over the budget)", st->reads_over_budget);
 	putchar('\n');

@@ -365,6 +365,8 @@ static void handle_status(struct client *cl, const Hostprof__Request *req, struc
 	st.unwind = &unwind;
 	st.has_symbolizer_bytes = st.has_symbolizer_limit = st.has_reads_over_budget = st.has_made_room = true;
 	st.symbolizer_bytes = reads.symbolizer_bytes;
+	st.has_dwarf_bytes = true;
+	st.dwarf_bytes = reads.dwarf_bytes;
 	st.symbolizer_limit = reads.symbolizer_limit;
 	st.reads_over_budget = reads.over_budget;
 	st.made_room = reads.made_room;
@@ -468,12 +470,18 @@ static void handle_metrics(struct client *cl, const Hostprof__Request *req, stru
 	hp_buf_free(&text);
 }
 
-/* In the snapshot job's child: [uint64 events][.hps bytes]. */
-static int snapshot_then(void *arg, const uint8_t *data, size_t len, uint64_t events, struct hp_buf *out)
+/* In the snapshot job's child: [uint64 events][.hps bytes], in the hps's own buffer. */
+static int snapshot_then(void *arg, uint8_t *hps, size_t len, uint64_t events, struct hp_buf *out)
 {
-	int r = hp_buf_append(out, &events, sizeof(events));
-
-	return r < 0 ? r : hp_buf_append(out, data, len);
+	_Static_assert(SNAPSVC_ROOM >= sizeof(events), "the room holds the count");
+	memcpy(hps - sizeof(events), &events, sizeof(events));
+	*out = (struct hp_buf){
+		.data = hps - SNAPSVC_ROOM,
+		.off = SNAPSVC_ROOM - sizeof(events),
+		.len = SNAPSVC_ROOM + len,
+		.cap = SNAPSVC_ROOM + len,
+	};
+	return 0;
 }
 
 static void client_kick(struct client *cl);

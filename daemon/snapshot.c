@@ -2332,7 +2332,7 @@ int snapshot_build(const struct proc_rec *p, const struct snapshot_ctx *ctx, uin
 		r = -EINVAL;
 		goto out;
 	}
-	r = hps_pack(&b.snap, ret_data, ret_len);
+	r = hps_pack_room(&b.snap, ctx->pack_room, ret_data, ret_len);
 	if (r >= 0 && ret_events) {
 		*ret_events = 0;
 		for (size_t i = 0; i < TBL_MAX; i++)

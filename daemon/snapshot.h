@@ -57,9 +57,11 @@ struct snapshot_ctx {
 	int (*py_resolve)(void *ud, uint32_t pid, uint64_t ts, const uint64_t *pairs, size_t n,
 			  struct snap_pyframe *out, size_t *ret_n, const char **ret_why);
 	void *py_ud;
+	size_t pack_room; /* bytes before the .hps in the buffer built (hps_pack_room()) */
 };
 
-/* Build the .hps bytes (magic + Snapshot) for p. *ret_events: records in it. */
+/* Build the .hps bytes (magic + Snapshot) for p, ctx->pack_room bytes into the buffer
+ * *ret_data (*ret_len counts them). *ret_events: records in it. */
 int snapshot_build(const struct proc_rec *p, const struct snapshot_ctx *ctx, uint8_t **ret_data,
 		   size_t *ret_len, uint64_t *ret_events);
 

@@ -252,7 +252,8 @@ out:
 }
 
 /* Off the loop (a job's child, or --record after it): symbolize and build. */
-static int build(struct snapsvc *svc, const struct collected *col, uint8_t **ret_data, size_t *ret_len,
+/* The snapshot, room bytes into the buffer *ret_data (snapshot_build()). */
+static int build(struct snapsvc *svc, const struct collected *col, size_t room, uint8_t **ret_data, size_t *ret_len,
 		 uint64_t *ret_events)
 {
 	const struct snapshot_req *req = &col->req;
@@ -281,6 +282,7 @@ static int build(struct snapsvc *svc, const struct collected *col, uint8_t **ret
 		.dispatch_threads = svc->params.dispatch_threads,
 		.n_dispatch_threads = svc->params.n_dispatch_threads,
 		.producer_pid = svc->daemon_pid,
+		.pack_room = room,
 	};
 	Hostprof__Drop stops[UNWIND_STOP_MAX], *stop_ptrs[UNWIND_STOP_MAX];
 	Hostprof__PythonState *python = NULL;
@@ -327,7 +329,7 @@ int snapsvc_build(struct snapsvc *svc, const struct snapshot_req *req, uint8_t *
 	r = collect(svc, req, &col);
 	if (r < 0)
 		return r;
-	r = build(svc, col, ret_data, ret_len, ret_events);
+	r = build(svc, col, 0, ret_data, ret_len, ret_events);
 	collected_free(col);
 	return r;
 }
@@ -372,10 +374,11 @@ static int job_work(void *arg, struct hp_buf *out)
 	size_t len = 0;
 	int r;
 
-	r = build(col->svc, col, &data, &len, &events);
+	r = build(col->svc, col, SNAPSVC_ROOM, &data, &len, &events);
 	if (r >= 0)
-		r = col->then(col->arg, data, len, events, out);
-	free(data);
+		r = col->then(col->arg, data + SNAPSVC_ROOM, len - SNAPSVC_ROOM, events, out);
+	if (out->data != data) /* not taken by then */
+		free(data);
 	return r;
 }
 

@@ -49,8 +49,11 @@ struct snapshot_req {
 };
 
 /* In the job's child: what to do with the snapshot built (write files, frame it for a
- * client); whatever goes into out comes back to the done function. */
-typedef int (*snapsvc_then_fn)(void *arg, const uint8_t *hps, size_t len, uint64_t events, struct hp_buf *out);
+ * client); whatever goes into out comes back to the done function. The hps is
+ * SNAPSVC_ROOM bytes into a malloc'ed buffer, which then may take as out's own, with a
+ * header of its own in those bytes (out->data = hps - SNAPSVC_ROOM), rather than copy it. */
+#define SNAPSVC_ROOM 8
+typedef int (*snapsvc_then_fn)(void *arg, uint8_t *hps, size_t len, uint64_t events, struct hp_buf *out);
 
 struct worker;
 

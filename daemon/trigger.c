@@ -404,7 +404,7 @@ struct take {
 };
 
 /* In the child: write the files, hand back "name\0summary". */
-static int take_then(void *arg, const uint8_t *data, size_t len, uint64_t events, struct hp_buf *out)
+static int take_then(void *arg, uint8_t *data, size_t len, uint64_t events, struct hp_buf *out)
 {
 	struct take *tk = arg;
 	Hostprof__Snapshot *snap = NULL;

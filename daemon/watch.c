@@ -573,6 +573,7 @@ void watch_reads(const struct watch *w, struct watch_reads *ret)
 	*ret = (struct watch_reads){
 		.made_room = w->made_room,
 		.symbolizer_bytes = si.bytes,
+		.dwarf_bytes = si.dwarf_preopened_bytes,
 		.symbolizer_limit = si.budget,
 		.over_budget = si.over_budget,
 		.done = si.refreshes,

@@ -60,7 +60,7 @@ void watch_tick(struct watch *w, uint64_t now);
 struct watch_reads {
 	uint64_t done, abandoned, deferred;
 	uint64_t made_room; /* users' processes unwatched to make room for one root asked for */
-	uint64_t symbolizer_bytes, symbolizer_limit, over_budget; /* symbolizer_info */
+	uint64_t symbolizer_bytes, symbolizer_limit, over_budget, dwarf_bytes; /* symbolizer_info */
 };
 void watch_reads(const struct watch *w, struct watch_reads *ret);
 

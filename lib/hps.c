@@ -14,20 +14,25 @@
 #include "macro.h"
 #include "prefault.h"
 
-int hps_pack(const Hostprof__Snapshot *snap, uint8_t **ret_data, size_t *ret_len)
+int hps_pack_room(const Hostprof__Snapshot *snap, size_t room, uint8_t **ret_data, size_t *ret_len)
 {
 	size_t n = protobuf_c_message_get_packed_size(&snap->base);
 	uint8_t *p;
 
-	p = malloc(HPS_MAGIC_LEN + n);
+	p = malloc(room + HPS_MAGIC_LEN + n);
 	if (!p)
 		return -ENOMEM;
-	prefault(p, HPS_MAGIC_LEN + n);
-	memcpy(p, HPS_MAGIC, HPS_MAGIC_LEN);
-	protobuf_c_message_pack(&snap->base, p + HPS_MAGIC_LEN);
+	prefault(p, room + HPS_MAGIC_LEN + n);
+	memcpy(p + room, HPS_MAGIC, HPS_MAGIC_LEN);
+	protobuf_c_message_pack(&snap->base, p + room + HPS_MAGIC_LEN);
 	*ret_data = p;
-	*ret_len = HPS_MAGIC_LEN + n;
+	*ret_len = room + HPS_MAGIC_LEN + n;
 	return 0;
+}
+
+int hps_pack(const Hostprof__Snapshot *snap, uint8_t **ret_data, size_t *ret_len)
+{
+	return hps_pack_room(snap, 0, ret_data, ret_len);
 }
 
 /* Every column of a table as long as the first, and every index within its table. */

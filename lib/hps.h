@@ -19,6 +19,9 @@
 
 /* Serialize with the magic in front, into a new malloc'ed buffer. */
 int hps_pack(const Hostprof__Snapshot *snap, uint8_t **ret_data, size_t *ret_len);
+/* The same, room bytes into the buffer (*ret_data: its start; *ret_len counts them): a
+ * caller's header goes in front without a copy of the whole. */
+int hps_pack_room(const Hostprof__Snapshot *snap, size_t room, uint8_t **ret_data, size_t *ret_len);
 /* Parse bytes that start with the magic. -EBADMSG when they are not a snapshot. */
 int hps_unpack(const uint8_t *data, size_t len, Hostprof__Snapshot **ret_snap);
 /* The consistency checks of hps_unpack for a snapshot built in memory: -EINVAL. */

@@ -6,9 +6,10 @@
  * resolve once the process is gone or the file replaced). Opening it is most of the cost:
  * libdw reads and decompresses its sections whole. So it is opened right then too, on the
  * worker (dwarf_preopen()), when it is at most DWARF_PREOPEN_FILE_MAX and the daemon holds
- * less than DWARF_PREOPEN_BYTES_MAX of such files: a snapshot job, a fork of the daemon,
- * inherits it open and only looks up its addresses. Other files are opened by each job that
- * resolves an address in them, and what libdw reads goes with the job.
+ * less than DWARF_PREOPEN_BYTES_MAX of such files (counted in the file's elf_file_bytes(),
+ * so in symbolizer_mb): a snapshot job, a fork of the daemon, inherits it open and only
+ * looks up its addresses. Other files are opened by each job that resolves an address in
+ * them, and what libdw reads goes with the job.
  *
  * Bounds: a file whose debug sections come to more than DWARF_FILE_BYTES_MAX decompressed
  * (the compression headers are read before libdw decompresses anything) is not opened; the
@@ -389,6 +390,11 @@ failed:
 	f->dwarf_err = r; /* unreadable or too large: not tried again, here or in a job */
 	atomic_fetch_add(&preopen_failed, 1);
 	return r;
+}
+
+uint64_t dwarf_file_preopened_bytes(const struct elf_file *f)
+{
+	return f->dwarf && f->dwarf->preopened ? f->dwarf->bytes : 0;
 }
 
 uint64_t dwarf_preopened_bytes(void)

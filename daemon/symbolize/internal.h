@@ -64,10 +64,12 @@
 #define DWARF_HELD_BYTES_MAX (768ull << 20) /* of the files open at once; the least used go */
 #endif
 #define DWARF_FDS_MAX 512 /* files kept open for their DWARF, in all */
-/* a file's DWARF is opened as it is read when it comes to at most this, and the daemon then
- * holds at most this of such files: its memory stays --memory-mb plus a small fixed part */
-#define DWARF_PREOPEN_FILE_MAX (8ull << 20)
-#define DWARF_PREOPEN_BYTES_MAX (8ull << 20)
+/* a file's DWARF is opened as it is read when it comes to at most this (a distribution's
+ * debug file for libc or libpython: 10 and 21 MiB), and the daemon then holds at most this
+ * of such files, counted in symbolizer_mb; the rest each snapshot job opens (and
+ * decompresses) for itself */
+#define DWARF_PREOPEN_FILE_MAX (32ull << 20)
+#define DWARF_PREOPEN_BYTES_MAX (64ull << 20)
 #define DWARF_UNITS_MAX (1u << 20) /* compilation units indexed per file (no .debug_aranges) */
 #define DWARF_RANGES_MAX (4u << 20) /* their address ranges, and the functions' */
 #define DWARF_DIES_MAX (16u << 20) /* DIEs looked at to index a file's functions */
@@ -324,6 +326,8 @@ int dwarf_preopen(struct elf_file *f);
 void dwarf_adopt(struct dwarf_open *o, struct elf_file *f);
 /* What the files opened by dwarf_preopen() hold, in all; how many it could not open. */
 uint64_t dwarf_preopened_bytes(void);
+/* What f's DWARF, opened as it was read, holds (in elf_file_bytes: symbolizer_mb); 0 otherwise. */
+uint64_t dwarf_file_preopened_bytes(const struct elf_file *f);
 uint64_t dwarf_preopen_failed(void);
 /*
  * File and line of vaddr in f, and the functions inlined there, into ret (names kept in

@@ -127,6 +127,8 @@ static int fake_work(void *arg, struct hp_buf *out)
 {
 	struct fake_job *j = arg;
 	struct snapsvc *svc = j->svc;
+	uint8_t *buf;
+	int r;
 
 	if (j->gated) {
 		char c;
@@ -135,7 +137,15 @@ static int fake_work(void *arg, struct hp_buf *out)
 		while (read(svc->gate[0], &c, 1) < 0 && errno == EINTR)
 			;
 	}
-	return j->then(j->arg, svc->snap, svc->snap_len, svc->events, out);
+	/* as snapsvc's: the hps SNAPSVC_ROOM bytes into a buffer then may take */
+	buf = malloc(SNAPSVC_ROOM + svc->snap_len);
+	if (!buf)
+		return -ENOMEM;
+	memcpy(buf + SNAPSVC_ROOM, svc->snap, svc->snap_len);
+	r = j->then(j->arg, buf + SNAPSVC_ROOM, svc->snap_len, svc->events, out);
+	if (out->data != buf)
+		free(buf);
+	return r;
 }
 
 /* Back in the loop. */
