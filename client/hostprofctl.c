@@ -5,6 +5,7 @@
  * Exit status: 0 ok, 1 failure, 2 usage, 3 daemon unreachable, 4 permission denied.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <malloc.h>
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -117,20 +119,27 @@ static int parse_common(int argc, char **argv, const struct option *own, int (*o
 struct conn {
 	int fd;
 	struct hp_buf buf;
+	int passed; /* the descriptor the last reply came with (SnapshotFd), or -1 */
 };
 
 static void conn_close(struct conn *c)
 {
 	if (c->fd >= 0)
 		close(c->fd);
+	if (c->passed >= 0)
+		close(c->passed);
+	c->passed = -1;
 	hp_buf_free(&c->buf);
 }
 
 static int conn_recv(struct conn *c, Hostprof__Response **ret)
 {
 	const uint8_t *payload;
-	int n = frame_read_fd(c->fd, HP_MAX_RESPONSE, &c->buf, &payload);
+	int n;
 
+	if (c->passed >= 0)
+		close(c->passed); /* one no reply claimed */
+	n = frame_read_fd_passed(c->fd, HP_MAX_RESPONSE, &c->buf, &payload, &c->passed);
 	if (n < 0)
 		return n;
 	*ret = hostprof__response__unpack(NULL, n, payload);
@@ -174,7 +183,7 @@ static int conn_open(struct conn *c)
 
 	if (!path || !*path)
 		path = HP_DEFAULT_SOCKET;
-	*c = (struct conn){ .fd = -1 };
+	*c = (struct conn){ .fd = -1, .passed = -1 };
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return usage_error("socket path too long: %s", path);
 	strcpy(sa.sun_path, path);
@@ -515,7 +524,7 @@ static int cmd_status(int argc, char **argv)
 	Hostprof__Request req = HOSTPROF__REQUEST__INIT;
 	Hostprof__StatusRequest sreq = HOSTPROF__STATUS_REQUEST__INIT;
 	Hostprof__Response *resp;
-	struct conn c = { .fd = -1 };
+	struct conn c = { .fd = -1, .passed = -1 };
 	int r;
 
 	r = parse_common(argc, argv, NULL, NULL);
@@ -599,7 +608,7 @@ static int parse_common(int argc, char **argv, const struct option *own, int (*o
 /* One request, one reply of the expected kind (or an Error): the exit status. */
 static int simple_request(Hostprof__Request *req, Hostprof__Response__BodyCase want, Hostprof__Response **ret)
 {
-	struct conn c = { .fd = -1 };
+	struct conn c = { .fd = -1, .passed = -1 };
 	Hostprof__Response *resp = NULL;
 	int r;
 
@@ -629,9 +638,59 @@ out:
 	return r;
 }
 
-/* Receive the chunks of a snapshot up to its end message: 0 when complete. */
-static int recv_stream(struct conn *c, struct hp_buf *data, uint64_t *ret_events)
+/* A snapshot's .hps as it came: streamed into buf, or mapped from the memfd passed. */
+struct received {
+	struct hp_buf buf;
+	uint8_t *map;
+	size_t map_len;
+};
+
+static const uint8_t *rcv_data(const struct received *rv)
 {
+	return rv->map ? rv->map : rv->buf.data + rv->buf.off;
+}
+
+static size_t rcv_len(const struct received *rv)
+{
+	return rv->map ? rv->map_len : hp_buf_pending(&rv->buf);
+}
+
+static void rcv_free(struct received *rv)
+{
+	if (rv->map)
+		(void)munmap(rv->map, rv->map_len);
+	rv->map = NULL;
+	hp_buf_free(&rv->buf);
+}
+
+/* The memfd a SnapshotFd came with: mapped, when it is sealed and as long as it says. */
+static int map_passed(struct conn *c, const Hostprof__SnapshotFd *m, struct received *rv)
+{
+	const int seals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE;
+	struct stat st;
+	void *p;
+
+	if (c->passed < 0)
+		return fail(EXIT_FAILURE, "hostprofd sent a snapshot without its file");
+	if (!m->has_bytes || m->bytes == 0 || m->bytes > HPS_MAX_FILE || fstat(c->passed, &st) < 0 ||
+	    !S_ISREG(st.st_mode) || (uint64_t)st.st_size != m->bytes ||
+	    (fcntl(c->passed, F_GET_SEALS) & seals) != seals)
+		return fail(EXIT_FAILURE, "hostprofd sent a snapshot file that is not as it says");
+	p = mmap(NULL, m->bytes, PROT_READ, MAP_SHARED | MAP_POPULATE, c->passed, 0);
+	if (p == MAP_FAILED)
+		return fail(EXIT_FAILURE, "cannot map the snapshot: %m");
+	close(c->passed);
+	c->passed = -1;
+	rv->map = p;
+	rv->map_len = m->bytes;
+	return 0;
+}
+
+/* Receive the chunks of a snapshot up to its end message, or its memfd: 0 when complete. */
+static int recv_stream(struct conn *c, struct received *rv, uint64_t *ret_events)
+{
+	struct hp_buf *data = &rv->buf;
+
 	for (;;) {
 		Hostprof__Response *resp;
 		int r = conn_recv(c, &resp), status = 0;
@@ -651,6 +710,12 @@ static int recv_stream(struct conn *c, struct hp_buf *data, uint64_t *ret_events
 				status = fail(EXIT_FAILURE, "snapshot truncated: got %zu of %" PRIu64 " bytes",
 					      hp_buf_pending(data), resp->end->bytes);
 			*ret_events = resp->end->events;
+			hostprof__response__free_unpacked(resp, NULL);
+			return status;
+		case HOSTPROF__RESPONSE__BODY_SNAPSHOT_FD:
+			status = hp_buf_pending(data) ? fail(EXIT_FAILURE, "hostprofd sent an unexpected reply") :
+							map_passed(c, resp->snapshot_fd, rv);
+			*ret_events = resp->snapshot_fd->events;
 			hostprof__response__free_unpacked(resp, NULL);
 			return status;
 		case HOSTPROF__RESPONSE__BODY_ERROR:
@@ -703,19 +768,19 @@ static void heap_prefault(size_t hps_bytes)
 
 /* A request that answers with a snapshot stream: the .hps bytes, parsed. */
 /* The snapshot hostprofd sent, decoded. */
-static int unpack_received(const struct hp_buf *data, Hostprof__Snapshot **ret_snap)
+static int unpack_received(const struct received *rv, Hostprof__Snapshot **ret_snap)
 {
-	heap_prefault(hp_buf_pending(data));
-	if (hps_unpack(data->data + data->off, hp_buf_pending(data), ret_snap) < 0)
+	heap_prefault(rcv_len(rv));
+	if (hps_unpack(rcv_data(rv), rcv_len(rv), ret_snap) < 0)
 		return fail(EXIT_FAILURE, "hostprofd sent a snapshot that does not parse");
 	return 0;
 }
 
 /* ret_snap NULL: the bytes only, not decoded */
-static int stream_request(Hostprof__Request *req, struct hp_buf *data, Hostprof__Snapshot **ret_snap,
+static int stream_request(Hostprof__Request *req, struct received *data, Hostprof__Snapshot **ret_snap,
 			  uint64_t *ret_events)
 {
-	struct conn c = { .fd = -1 };
+	struct conn c = { .fd = -1, .passed = -1 };
 	int r;
 
 	r = conn_open(&c);
@@ -874,7 +939,7 @@ static int cmd_snapshot(int argc, char **argv)
 	Hostprof__Request req = HOSTPROF__REQUEST__INIT;
 	Hostprof__SnapshotRequest sreq = HOSTPROF__SNAPSHOT_REQUEST__INIT;
 	Hostprof__Snapshot *snap = NULL;
-	struct hp_buf data = {};
+	struct received data = {};
 	uint64_t events = 0;
 	char prefix[128], stamp[32];
 	bool held;
@@ -896,6 +961,7 @@ static int cmd_snapshot(int argc, char **argv)
 	sreq.at_ns = args.at_ns;
 	sreq.rank = (char *)args.rank;
 	sreq.job = (char *)args.job;
+	sreq.has_fd = sreq.fd = true; /* a memfd: no bytes through the daemon's loop */
 	req.body_case = HOSTPROF__REQUEST__BODY_SNAPSHOT;
 	req.snapshot = &sreq;
 	if (args.formats == 1u << FMT_HPS) {
@@ -905,14 +971,13 @@ static int cmd_snapshot(int argc, char **argv)
 		r = stream_request(&req, &data, NULL, &events);
 		if (r)
 			goto out;
-		if (hps_peek(data.data + data.off, hp_buf_pending(&data), SUMMARY_THREAD, &pk) < 0) {
+		if (hps_peek(rcv_data(&data), rcv_len(&data), SUMMARY_THREAD, &pk) < 0) {
 			r = fail(EXIT_FAILURE, "hostprofd sent a snapshot that does not parse");
 			goto out;
 		}
 		if (!pk.named) {
 			snprintf(prefix, sizeof(prefix), "hostprof-%u-%s", pk.pid, utc_stamp(stamp, sizeof(stamp)));
-			r = write_formats(NULL, data.data + data.off, hp_buf_pending(&data), args.formats, args.output,
-					  prefix);
+			r = write_formats(NULL, rcv_data(&data), rcv_len(&data), args.formats, args.output, prefix);
 			if (!r)
 				print_counts(pk.pid, events, pk.start_ns, pk.end_ns, pk.n_threads);
 			goto out;
@@ -927,14 +992,14 @@ static int cmd_snapshot(int argc, char **argv)
 	}
 	snprintf(prefix, sizeof(prefix), "hostprof-%u-%s", snap->pid, utc_stamp(stamp, sizeof(stamp)));
 	held = report_model_hold(snap) >= 0; /* and the summary line: one model */
-	r = write_formats(snap, data.data + data.off, hp_buf_pending(&data), args.formats, args.output, prefix);
+	r = write_formats(snap, rcv_data(&data), rcv_len(&data), args.formats, args.output, prefix);
 	if (!r)
 		print_summary(snap, events);
 	if (held)
 		report_model_release(snap);
 out:
 	hps_free(snap);
-	hp_buf_free(&data);
+	rcv_free(&data);
 	return r;
 }
 
@@ -943,7 +1008,7 @@ static int cmd_fetch(int argc, char **argv)
 	Hostprof__Request req = HOSTPROF__REQUEST__INIT;
 	Hostprof__FetchRequest freq = HOSTPROF__FETCH_REQUEST__INIT;
 	Hostprof__Snapshot *snap = NULL;
-	struct hp_buf data = {};
+	struct received data = {};
 	uint64_t events = 0;
 	int r;
 
@@ -959,10 +1024,9 @@ static int cmd_fetch(int argc, char **argv)
 	req.fetch = &freq;
 	r = stream_request(&req, &data, &snap, &events);
 	if (!r)
-		r = write_formats(snap, data.data + data.off, hp_buf_pending(&data), args.formats,
-				  args.output, argv[optind]);
+		r = write_formats(snap, rcv_data(&data), rcv_len(&data), args.formats, args.output, argv[optind]);
 	hps_free(snap);
-	hp_buf_free(&data);
+	rcv_free(&data);
 	return r;
 }
 

@@ -5,7 +5,9 @@
  * Every client is non-blocking with bounded buffers: at most one request frame
  * (HP_MAX_REQUEST) is buffered in, and a snapshot is streamed out one HP_CHUNK_SIZE
  * chunk at a time, only as fast as the client reads. A slow or silent client costs its
- * own buffers and never stalls the drain.
+ * own buffers and never stalls the drain. A client that asks for it (SnapshotRequest.fd)
+ * gets the snapshot as a memfd instead: the job writes the .hps into it, the loop seals it
+ * and passes it in one small frame, and never touches the bytes.
  *
  * Peers are identified by SO_PEERCRED and SO_PEERGROUPS. Who may make which request is
  * one table (`request_rules` below) applied before the request is handled: root may do
@@ -22,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -72,6 +75,9 @@ struct client {
 	size_t snap_start, snap_len, snap_off; /* the bytes [snap_start, snap_len) of snap */
 	uint64_t snap_events;
 	uint32_t snap_pid;
+	/* or passed as a memfd (SnapshotRequest.fd): the job writes it, the loop sends it */
+	int snap_fd;	    /* -1: none */
+	bool snap_fd_ready; /* written and sealed: to send, snap_len bytes */
 };
 
 struct control {
@@ -88,6 +94,20 @@ struct control {
 
 static int client_update_events(struct client *cl);
 
+/* A snapshot being built or sent to it. */
+static bool client_streaming(const struct client *cl)
+{
+	return cl->snap || cl->job || cl->snap_fd >= 0;
+}
+
+static void snap_fd_close(struct client *cl)
+{
+	if (cl->snap_fd >= 0)
+		close(cl->snap_fd);
+	cl->snap_fd = -1;
+	cl->snap_fd_ready = false;
+}
+
 /* Its replies pile up: a peer that writes requests faster than it reads the answers
  * costs at most OUT_HIGH plus one reply, never what it asks for. */
 static bool client_backlogged(const struct client *cl)
@@ -102,12 +122,13 @@ static void client_close(struct client *cl)
 	loop_del(cl->ctl->deps.loop, &cl->io);
 	close(cl->io.fd);
 	cl->io.fd = -1;
-	if (cl->snap || cl->job)
+	if (client_streaming(cl))
 		cl->ctl->n_streams--;
 	snapsvc_cancel(cl->job);
 	cl->job = NULL;
 	free(cl->snap);
 	cl->snap = NULL;
+	snap_fd_close(cl);
 	cl->dead = true;
 	cl->ctl->n_clients--;
 }
@@ -484,24 +505,72 @@ static int snapshot_then(void *arg, uint8_t *hps, size_t len, uint64_t events, s
 	return 0;
 }
 
+/* In the snapshot job's child, for a client that takes a memfd: the .hps into it (arg: the
+ * fd), and [uint64 events][uint64 bytes] back. */
+static int snapshot_then_fd(void *arg, uint8_t *hps, size_t len, uint64_t events, struct hp_buf *out)
+{
+	const uint64_t res[2] = { events, len };
+	int fd = (int)(intptr_t)arg;
+
+	for (size_t off = 0; off < len;) {
+		ssize_t n = pwrite(fd, hps + off, len - off, (off_t)off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? negative_errno() : -EIO;
+		off += (size_t)n;
+	}
+	return hp_buf_append(out, res, sizeof(res));
+}
+
 static void client_kick(struct client *cl);
 
-/* Back in the loop: stream it, or say why not. */
+/* The memfd written: sealed as it is (the job is gone), to be sent. */
+static int snap_fd_done(struct client *cl, const uint8_t *data, size_t len)
+{
+	uint64_t res[2];
+	struct stat st;
+
+	if (len != sizeof(res))
+		return -EIO;
+	memcpy(res, data, sizeof(res));
+	if (fstat(cl->snap_fd, &st) < 0)
+		return negative_errno();
+	if ((uint64_t)st.st_size != res[1])
+		return -EIO;
+	if (fcntl(cl->snap_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
+		return negative_errno();
+	cl->snap_events = res[0];
+	cl->snap_len = res[1];
+	cl->snap_fd_ready = true;
+	return 0;
+}
+
+/* Back in the loop: stream it (or pass its memfd), or say why not. */
 static void snapshot_done(void *ud, int status, uint8_t *data, size_t len)
 {
 	struct client *cl = ud;
 
 	cl->job = NULL;
+	if (status >= 0 && cl->snap_fd >= 0)
+		status = snap_fd_done(cl, data, len);
 	if (status == -ECANCELED) {
 		cl->ctl->n_streams--;
+		snap_fd_close(cl);
 		(void)send_error(cl, HOSTPROF__ERROR__CODE__INTERNAL, "hostprofd is stopping: the snapshot was not finished");
 		free(data);
-	} else if (status < 0 || len < sizeof(uint64_t)) {
+	} else if (status < 0 || (cl->snap_fd < 0 && len < sizeof(uint64_t))) {
 		cl->ctl->n_streams--;
+		snap_fd_close(cl);
 		log_error_errno(status < 0 ? status : -EIO, "Failed to build a snapshot of pid %u: %m", cl->snap_pid);
 		(void)send_error(cl, HOSTPROF__ERROR__CODE__INTERNAL, "failed to build the snapshot: %s",
 				 strerror(status < 0 ? -status : EIO));
 		free(data);
+	} else if (cl->snap_fd >= 0) {
+		free(data);
+		log_info("snapshot of pid %u for uid %u: %zu bytes in a memfd, %llu events", cl->snap_pid,
+			 cl->cred.uid, cl->snap_len, (unsigned long long)cl->snap_events);
 	} else {
 		/* [uint64 events][hps]: streamed from where the hps starts, not moved there */
 		memcpy(&cl->snap_events, data, sizeof(uint64_t));
@@ -522,7 +591,7 @@ static bool stream_slot(struct client *cl)
 	size_t mine = 0, others = 0;
 
 	for (struct client *c = ctl->clients; c; c = c->next) {
-		if (c->dead || (!c->snap && !c->job))
+		if (c->dead || !client_streaming(c))
 			continue;
 		if (c->cred.uid == cl->cred.uid)
 			mine++;
@@ -667,8 +736,17 @@ static void handle_snapshot(struct client *cl, const Hostprof__Request *req, str
 	    (!cl->snap_req.end_ns || cl->snap_req.end_ns > t->p->cred_change_ns))
 		cl->snap_req.end_ns = t->p->cred_change_ns;
 	cl->snap_pid = t->pid;
-	r = snapsvc_start(cl->ctl->deps.snapsvc, &cl->snap_req, snapshot_then, NULL, snapshot_done, cl, &cl->job);
+	/* where no memfd can be made (no memory, an old kernel): streamed, as to any client */
+	if (sr->has_fd && sr->fd)
+		cl->snap_fd = memfd_create("hostprof-snapshot", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (cl->snap_fd >= 0)
+		r = snapsvc_start(cl->ctl->deps.snapsvc, &cl->snap_req, snapshot_then_fd, (void *)(intptr_t)cl->snap_fd,
+				  snapshot_done, cl, &cl->job);
+	else
+		r = snapsvc_start(cl->ctl->deps.snapsvc, &cl->snap_req, snapshot_then, NULL, snapshot_done, cl,
+				  &cl->job);
 	if (r < 0) {
+		snap_fd_close(cl);
 		log_error_errno(r, "Failed to start a snapshot of pid %u: %m", sr->pid);
 		(void)send_error(cl, HOSTPROF__ERROR__CODE__INTERNAL, "failed to start the snapshot: %s", strerror(-r));
 		return;
@@ -887,11 +965,79 @@ static void handle_fetch(struct client *cl, const Hostprof__Request *req, struct
 	log_info("fetch of %s for uid %u", e->name, cl->cred.uid);
 }
 
-/* Queue the next chunk of the snapshot being streamed, or its end. */
+/* The memfd, in a frame of its own once what was queued before it went: 0 sent (or the
+ * client closed), -EAGAIN to try again when the socket has room. */
+static int send_snap_fd(struct client *cl)
+{
+	Hostprof__Response resp = HOSTPROF__RESPONSE__INIT;
+	Hostprof__SnapshotFd msg = HOSTPROF__SNAPSHOT_FD__INIT;
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} cm = {};
+	struct hp_buf frame = {};
+	struct msghdr mh = { .msg_control = cm.buf, .msg_controllen = sizeof(cm.buf) };
+	struct iovec iov;
+	struct cmsghdr *c;
+	ssize_t n;
+	int r;
+
+	if (hp_buf_pending(&cl->out))
+		return -EAGAIN;
+	msg.has_bytes = msg.has_events = msg.has_pid = true;
+	msg.bytes = cl->snap_len;
+	msg.events = cl->snap_events;
+	msg.pid = cl->snap_pid;
+	resp.body_case = HOSTPROF__RESPONSE__BODY_SNAPSHOT_FD;
+	resp.snapshot_fd = &msg;
+	r = frame_append(&frame, &resp.base, HP_MAX_RESPONSE);
+	if (r < 0)
+		goto fail;
+	iov = (struct iovec){ frame.data + frame.off, hp_buf_pending(&frame) };
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &cl->snap_fd, sizeof(int));
+	do
+		n = sendmsg(cl->io.fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && errno == EAGAIN) {
+		hp_buf_free(&frame);
+		return -EAGAIN;
+	}
+	if (n < 0) {
+		r = negative_errno();
+		goto fail;
+	}
+	/* the descriptor went with the first byte; the rest of a short send goes as bytes */
+	hp_buf_consume(&frame, (size_t)n);
+	r = hp_buf_pending(&frame) ? hp_buf_append(&cl->out, frame.data + frame.off, hp_buf_pending(&frame)) : 0;
+	hp_buf_free(&frame);
+	if (r < 0)
+		goto fail;
+	cl->progress_ns = now_boottime_ns();
+	snap_fd_close(cl);
+	cl->ctl->n_streams--;
+	return 0;
+fail:
+	hp_buf_free(&frame);
+	log_warning_errno(r, "Failed to pass the snapshot of pid %u to client pid %d: %m", cl->snap_pid, cl->cred.pid);
+	cl->closing = true;
+	snap_fd_close(cl);
+	cl->ctl->n_streams--;
+	return 0;
+}
+
+/* Queue the next chunk of the snapshot being streamed, or its end; or pass its memfd. */
 static void stream_more(struct client *cl)
 {
 	Hostprof__Response resp = HOSTPROF__RESPONSE__INIT;
 
+	if (cl->snap_fd_ready)
+		(void)send_snap_fd(cl);
 	while (cl->snap && hp_buf_pending(&cl->out) < HP_CHUNK_SIZE) {
 		if (cl->snap_off < cl->snap_len) {
 			Hostprof__SnapshotChunk chunk = HOSTPROF__SNAPSHOT_CHUNK__INIT;
@@ -1069,7 +1215,7 @@ static void process_input(struct client *cl)
 	size_t len;
 	int r;
 
-	while (!cl->closing && !cl->snap && !cl->job && !client_backlogged(cl)) {
+	while (!cl->closing && !client_streaming(cl) && !client_backlogged(cl)) {
 		r = frame_peek(&cl->in, HP_MAX_REQUEST, &payload, &len);
 		if (r == 0)
 			return;
@@ -1093,7 +1239,7 @@ static void client_read(struct client *cl)
 		size_t room = HP_FRAME_HDR + HP_MAX_REQUEST - hp_buf_pending(&cl->in);
 		ssize_t n;
 
-		if (room == 0 || cl->closing || cl->snap || cl->job || client_backlogged(cl))
+		if (room == 0 || cl->closing || client_streaming(cl) || client_backlogged(cl))
 			break;
 		if (hp_buf_reserve(&cl->in, room) < 0) {
 			client_close(cl);
@@ -1132,7 +1278,7 @@ static void client_write(struct client *cl)
 		cl->progress_ns = now_boottime_ns();
 		stream_more(cl);
 	}
-	if (cl->closing && !cl->snap && !cl->job)
+	if (cl->closing && !client_streaming(cl))
 		client_close(cl);
 }
 
@@ -1142,9 +1288,9 @@ static int client_update_events(struct client *cl)
 
 	if (cl->dead)
 		return 0;
-	if (!cl->closing && !cl->snap && !cl->job && !client_backlogged(cl))
+	if (!cl->closing && !client_streaming(cl) && !client_backlogged(cl))
 		ev |= EPOLLIN;
-	if (hp_buf_pending(&cl->out))
+	if (hp_buf_pending(&cl->out) || cl->snap_fd_ready)
 		ev |= EPOLLOUT;
 	ev |= EPOLLRDHUP;
 	if (ev == cl->epoll_events)
@@ -1233,6 +1379,7 @@ static int on_accept(struct io_source *src, uint32_t events)
 			continue;
 		}
 		cl->io.fd = fd;
+		cl->snap_fd = -1;
 		cl->io.dispatch = on_client;
 		cl->progress_ns = now_boottime_ns();
 		cl->ctl = ctl;
@@ -1430,7 +1577,7 @@ void control_tick(struct control *ctl, uint64_t now)
 	for (struct client *cl = ctl->clients; cl; cl = cl->next) {
 		if (cl->dead)
 			continue;
-		if (!hp_buf_pending(&cl->out) && !cl->snap) {
+		if (!hp_buf_pending(&cl->out) && !cl->snap && !cl->snap_fd_ready) {
 			cl->progress_ns = now;
 			continue;
 		}

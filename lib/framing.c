@@ -145,16 +145,47 @@ int frame_write_fd(int fd, const ProtobufCMessage *msg, size_t max)
 	return r;
 }
 
-static int read_exact(int fd, uint8_t *p, size_t n)
+/* The descriptors a message passed: the first into *passed (if it is -1), the rest closed. */
+static void take_passed(struct msghdr *mh, int *passed)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+		size_t n;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || c->cmsg_len < CMSG_LEN(0))
+			continue;
+		n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < n; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (*passed < 0)
+				*passed = fd;
+			else
+				close(fd);
+		}
+	}
+}
+
+/* passed NULL: read(), which drops any descriptor sent along */
+static int read_exact(int fd, uint8_t *p, size_t n, int *passed)
 {
 	while (n) {
-		ssize_t got = read(fd, p, n);
+		union {
+			struct cmsghdr h;
+			char buf[CMSG_SPACE(4 * sizeof(int))];
+		} cm;
+		struct iovec iov = { p, n };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
+				     .msg_controllen = sizeof(cm.buf) };
+		ssize_t got = passed ? recvmsg(fd, &mh, MSG_CMSG_CLOEXEC) : read(fd, p, n);
 
 		if (got < 0) {
 			if (errno == EINTR)
 				continue;
 			return negative_errno();
 		}
+		if (passed)
+			take_passed(&mh, passed);
 		if (got == 0)
 			return -ECONNRESET;
 		p += got;
@@ -165,26 +196,40 @@ static int read_exact(int fd, uint8_t *p, size_t n)
 
 int frame_read_fd(int fd, size_t max, struct hp_buf *buf, const uint8_t **ret_payload)
 {
+	int passed = -1, r = frame_read_fd_passed(fd, max, buf, ret_payload, &passed);
+
+	if (passed >= 0)
+		close(passed);
+	return r;
+}
+
+int frame_read_fd_passed(int fd, size_t max, struct hp_buf *buf, const uint8_t **ret_payload, int *ret_passed)
+{
 	uint8_t hdr[HP_FRAME_HDR];
 	uint32_t n;
 	int r;
 
-	r = read_exact(fd, hdr, sizeof(hdr));
+	*ret_passed = -1;
+	r = read_exact(fd, hdr, sizeof(hdr), ret_passed);
 	if (r < 0)
-		return r;
+		goto fail;
 	n = get_le32(hdr);
-	if (n == 0)
-		return -EBADMSG;
-	if (n > max || n > INT32_MAX)
-		return -EMSGSIZE;
+	r = n == 0 ? -EBADMSG : n > max || n > INT32_MAX ? -EMSGSIZE : 0;
+	if (r < 0)
+		goto fail;
 	buf->off = buf->len = 0;
 	r = hp_buf_reserve(buf, n);
 	if (r < 0)
-		return r;
-	r = read_exact(fd, buf->data, n);
+		goto fail;
+	r = read_exact(fd, buf->data, n, ret_passed);
 	if (r < 0)
-		return r;
+		goto fail;
 	buf->len = n;
 	*ret_payload = buf->data;
 	return (int)n;
+fail:
+	if (*ret_passed >= 0)
+		close(*ret_passed);
+	*ret_passed = -1;
+	return r;
 }

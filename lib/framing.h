@@ -48,5 +48,8 @@ int frame_write_fd(int fd, const ProtobufCMessage *msg, size_t max);
 /* Reads one frame into *buf (reused across calls). Returns payload length, -errno, or
  * -ECONNRESET when the peer closed. */
 int frame_read_fd(int fd, size_t max, struct hp_buf *buf, const uint8_t **ret_payload);
+/* The same, and the descriptor passed with the frame's bytes (SCM_RIGHTS), close-on-exec and
+ * the caller's, in *ret_passed (-1: none; any more than one are closed). */
+int frame_read_fd_passed(int fd, size_t max, struct hp_buf *buf, const uint8_t **ret_payload, int *ret_passed);
 
 #endif

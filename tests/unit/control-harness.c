@@ -258,7 +258,28 @@ void hclient_close(struct hclient *c)
 	if (c->fd >= 0)
 		close(c->fd);
 	c->fd = -1;
+	if (c->passed1)
+		close(c->passed1 - 1);
+	c->passed1 = 0;
 	hp_buf_free(&c->in);
+}
+
+/* Descriptors a message passed: the last one kept (passed1), others closed, all counted. */
+static void hclient_take_passed(struct hclient *c, struct msghdr *mh)
+{
+	for (struct cmsghdr *m = CMSG_FIRSTHDR(mh); m; m = CMSG_NXTHDR(mh, m)) {
+		if (m->cmsg_level != SOL_SOCKET || m->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t i = 0; i < (m->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(m) + i * sizeof(int), sizeof(int));
+			if (c->passed1)
+				close(c->passed1 - 1);
+			c->passed1 = fd + 1;
+			c->n_passed++;
+		}
+	}
 }
 
 int hclient_send_raw(struct harness *h, struct hclient *c, const void *p, size_t n)
@@ -303,9 +324,20 @@ int hclient_fill(struct hclient *c)
 	for (;;) {
 		ssize_t n;
 
+		union {
+			struct cmsghdr h;
+			char buf[CMSG_SPACE(4 * sizeof(int))];
+		} cm;
+		struct iovec iov;
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
+				     .msg_controllen = sizeof(cm.buf) };
+
 		if (hp_buf_reserve(&c->in, 65536) < 0)
 			return -ENOMEM;
-		n = recv(c->fd, c->in.data + c->in.len, c->in.cap - c->in.len, MSG_DONTWAIT);
+		iov = (struct iovec){ c->in.data + c->in.len, c->in.cap - c->in.len };
+		n = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		if (n >= 0)
+			hclient_take_passed(c, &mh);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno == EAGAIN)

@@ -64,6 +64,8 @@ struct hclient {
 	int fd;
 	struct hp_buf in;
 	bool eof;
+	int passed1; /* the last descriptor passed (SCM_RIGHTS) + 1, the client's; 0: none */
+	unsigned n_passed; /* descriptors passed in all */
 };
 
 int hclient_connect(const struct harness *h, struct hclient *ret);

@@ -32,6 +32,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -178,6 +179,36 @@ static void expect_stream(struct hclient *c, const uint8_t *data, size_t len, ui
 		break;
 	}
 	hp_buf_free(&got);
+}
+
+/* One SnapshotFd, its frame with a memfd: sealed, len bytes, the hps in them. */
+static void expect_snap_fd(struct hclient *c, const uint8_t *data, size_t len, uint32_t pid, const char *what)
+{
+	const int seals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL;
+	unsigned before = c->n_passed;
+	Hostprof__Response *resp = expect(c, HOSTPROF__RESPONSE__BODY_SNAPSHOT_FD, what);
+	uint8_t *got = NULL;
+	struct stat st;
+	int fd;
+
+	if (!resp)
+		return;
+	CHECKF(resp->snapshot_fd->bytes == len && resp->snapshot_fd->pid == pid, "%s: it says %llu bytes of pid %u",
+	       what, (unsigned long long)resp->snapshot_fd->bytes, resp->snapshot_fd->pid);
+	hostprof__response__free_unpacked(resp, NULL);
+	CHECKF(c->n_passed == before + 1 && c->passed1, "%s: %u descriptors passed with it", what, c->n_passed - before);
+	if (!c->passed1)
+		return;
+	fd = c->passed1 - 1;
+	c->passed1 = 0;
+	CHECKF(fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size == len, "%s: a file of %lld bytes",
+	       what, (long long)st.st_size);
+	CHECKF((fcntl(fd, F_GET_SEALS) & seals) == seals, "%s: seals %#x", what, fcntl(fd, F_GET_SEALS));
+	CHECKF(pwrite(fd, "x", 1, 0) < 0 && errno == EPERM, "%s: the peer can write into it", what);
+	got = malloc(len + 1);
+	CHECK(got && pread(fd, got, len + 1, 0) == (ssize_t)len && !memcmp(got, data, len));
+	free(got);
+	close(fd);
 }
 
 static void send_req(struct hclient *c, const Hostprof__Request *req, const char *what)
@@ -703,6 +734,17 @@ static void check_snapshot(uint32_t self, uint32_t unwatched)
 	hreq_snapshot(&req, &sr, self, 0);
 	send_req(&c, &req, "snapshot after a failed one");
 	expect_stream(&c, H.hps, H.hps_len, self, "snapshot after a failed one");
+
+	/* as hostprofctl asks: the hps in a memfd, passed; the connection goes on after it */
+	hreq_snapshot(&req, &sr, self, 0);
+	sr.has_fd = sr.fd = true;
+	send_req(&c, &req, "snapshot as a memfd");
+	expect_snap_fd(&c, H.hps, H.hps_len, self, "snapshot as a memfd");
+	hreq_status(&req, &st);
+	send_req(&c, &req, "status after the memfd");
+	resp = expect(&c, HOSTPROF__RESPONSE__BODY_STATUS, "status after the memfd");
+	if (resp)
+		hostprof__response__free_unpacked(resp, NULL);
 out:
 	hp_buf_free(&b);
 	hclient_close(&c);
