@@ -401,6 +401,16 @@ enum {
 	TBL_MAX
 };
 
+/* A native stack as a record holds it (its addresses stay in the recorder while the build
+ * runs) and the stack it became: a stack met again is one lookup, not one per frame. */
+struct raw_stack {
+	const __u64 *addrs;
+	uint32_t pid;
+	uint16_t n;
+	bool user, truncated;
+	uint32_t stack; /* index + 1 into the stacks */
+};
+
 struct snap_build {
 	struct arena a;
 	const struct snapshot_ctx *ctx;
@@ -409,7 +419,9 @@ struct snap_build {
 	struct strtab strs;
 	struct recvec recs[TBL_MAX]; /* the records of each table */
 	/* stacks */
-	struct idxmap stack_map, frame_map, mapping_map;
+	struct idxmap stack_map, frame_map, mapping_map, raw_map;
+	struct raw_stack *raws;
+	size_t n_raws, cap_raws;
 	Hostprof__Stack **stacks;
 	size_t n_stacks, cap_stacks;
 	Hostprof__Frame **frames;
@@ -433,6 +445,8 @@ static void snap_build_free(struct snap_build *b)
 	idxmap_free(&b->stack_map);
 	idxmap_free(&b->frame_map);
 	idxmap_free(&b->mapping_map);
+	idxmap_free(&b->raw_map);
+	free(b->raws);
 	free(b->stacks);
 	free(b->frames);
 	free(b->frame_keys);
@@ -743,20 +757,49 @@ static int intern_native(struct snap_build *b, const __u64 *addrs, size_t n, boo
 	return 0;
 }
 
-/* The stack of addrs[0..n) (innermost first): index + 1 into the stacks, 0 when empty. */
+/* The stack of addrs[0..n) (innermost first), native frames only: index + 1 into the
+ * stacks, 0 when empty; the same addresses of the same process give the same stack. */
 static int intern_stack(struct snap_build *b, const __u64 *addrs, size_t n, bool user, uint32_t pid,
 			bool truncated, uint32_t *ret)
 {
 	uint32_t fidx[2 * HP_MAX_STACK];
+	uint64_t h;
 	bool suspect;
+	size_t j;
 	int r;
 
 	*ret = 0;
 	n = MIN(n, (size_t)HP_MAX_STACK * 2);
+	if (!n)
+		return 0;
+	pid = user ? pid : 0;
+	h = mix64(mix64(mix64(pid, n), user), truncated);
+	for (size_t i = 0; i < n; i++)
+		h = mix64(h, addrs[i]);
+	if ((b->raw_map.n + 1) * 2 > b->raw_map.cap && idxmap_grow(&b->raw_map) < 0)
+		return -ENOMEM;
+	for (j = h & (b->raw_map.cap - 1); b->raw_map.idx[j]; j = (j + 1) & (b->raw_map.cap - 1)) {
+		const struct raw_stack *s = &b->raws[b->raw_map.idx[j] - 1];
+
+		if (b->raw_map.hashes[j] == h && s->n == n && s->pid == pid && s->user == user &&
+		    s->truncated == truncated && !memcmp(s->addrs, addrs, n * sizeof(*addrs))) {
+			*ret = s->stack;
+			return 0;
+		}
+	}
 	r = intern_native(b, addrs, n, user, pid, fidx, &suspect);
 	if (r < 0)
 		return r;
-	return intern_stack_frames(b, fidx, n, user, truncated, suspect, ret);
+	r = intern_stack_frames(b, fidx, n, user, truncated, suspect, ret);
+	if (r < 0 || grow_array(&b->raws, &b->cap_raws, b->n_raws, sizeof(*b->raws)) < 0)
+		return r < 0 ? r : -ENOMEM;
+	b->raws[b->n_raws++] = (struct raw_stack){
+		.addrs = addrs, .pid = pid, .n = (uint16_t)n, .user = user, .truncated = truncated, .stack = *ret
+	};
+	b->raw_map.hashes[j] = h;
+	b->raw_map.idx[j] = b->n_raws;
+	b->raw_map.n++;
+	return 0;
 }
 
 static int cmp_pystack(const void *a, const void *b)
@@ -822,15 +865,17 @@ static int intern_user_stack(struct snap_build *b, const __u64 *addrs, size_t n,
 	const char *why = NULL;
 	int r;
 
+	if (!py)
+		return intern_stack(b, addrs, n, true, pid, truncated, ret);
 	n = MIN(n, (size_t)HP_MAX_STACK * 2);
 	r = intern_native(b, addrs, n, true, pid, nat, &suspect);
 	if (r < 0)
 		return r;
-	if (py && (py->flags & HP_PY_LOOP)) {
+	if (py->flags & HP_PY_LOOP) {
 		b->py_unreadable++;
 		if (!b->py_reason)
 			b->py_reason = "python stack unreadable: the frames loop";
-	} else if (py && ctx->py_resolve) {
+	} else if (ctx->py_resolve) {
 		r = ctx->py_resolve(ctx->py_ud, pid, py->hdr.ts, (const uint64_t *)py->frames, MIN((size_t)py->n_frames, (size_t)HP_PY_MAX_FRAMES), pf,
 				    &m, &why);
 		if (r == -ENOMEM)

@@ -930,6 +930,72 @@ static void test_negative_duration(void)
 	recorder_free(rec);
 }
 
+/* An off-CPU record of self at ts: kernel frames k[0..nk), user frames u[0..nu). */
+static void append_offcpu(struct recorder *rec, uint64_t ts, const __u64 *k, size_t nk, const __u64 *u, size_t nu,
+			  uint32_t flags)
+{
+	union record r;
+	struct hp_offcpu *o = rec_init(&r, HP_EV_OFFCPU, sizeof(*o) + (nk + nu) * sizeof(__u64), ts);
+
+	o->tid = o->pid = getpid();
+	o->dur_ns = 1000;
+	o->kstack_len = nk;
+	o->ustack_len = nu;
+	o->stack_flags = flags;
+	memcpy(o->frames, k, nk * sizeof(*k));
+	memcpy(o->frames + nk, u, nu * sizeof(*u));
+	CHECK_EQ_INT(recorder_append(rec, &r.hdr), 0);
+}
+
+/* Rows with the same frames share one stack (the builder looks a stack it met up by its
+ * addresses); frames alike but truncated, or a prefix, are stacks of their own, and the
+ * frames are shared between stacks. */
+static void test_shared_stacks(void)
+{
+	static const __u64 k[] = { 0xffffffff81000010, 0xffffffff81000020, 0xffffffff81000030 };
+	static const __u64 u[] = { 0x401010, 0x402020, 0x403030 };
+	struct recorder *rec = recorder_new(&big);
+	struct snapshot_ctx ctx = { .end_ns = 4 * SEC };
+	Hostprof__Snapshot *snap = NULL;
+	uint8_t *data = NULL;
+	uint64_t events = 0;
+	struct proc_rec *p;
+	size_t len = 0;
+
+	CHECK_EQ_INT(recorder_watch(rec, getpid(), HP_WATCH_PID, 0, SEC, &p), 0);
+	append_offcpu(rec, 2 * SEC, k, 3, u, 3, 0);
+	append_offcpu(rec, 2 * SEC + 1, k, 3, u, 3, 0);		   /* the same as row 0 */
+	append_offcpu(rec, 2 * SEC + 2, k, 3, u, 3, HP_STACK_UTRUNC); /* its user stack truncated */
+	append_offcpu(rec, 2 * SEC + 3, k, 2, u, 2, 0);		   /* prefixes */
+	append_offcpu(rec, 2 * SEC + 4, k, 3, u, 3, 0);		   /* row 0's again, after others */
+	append_offcpu(rec, 2 * SEC + 5, u, 3, k, 3, 0);		   /* user addresses as kernel ones */
+	CHECK_EQ_INT(snapshot_build(p, &ctx, &data, &len, &events), 0);
+	CHECK_EQ_U64(events, 6);
+	CHECK_EQ_INT(hps_unpack(data, len, &snap), 0);
+	CHECK(snap && snap->offcpu && snap->offcpu->n_kstack == 6 && snap->offcpu->n_ustack == 6);
+	if (snap && snap->offcpu && snap->offcpu->n_kstack == 6 && snap->offcpu->n_ustack == 6) {
+		const uint32_t *ks = snap->offcpu->kstack, *us = snap->offcpu->ustack;
+
+		CHECK(ks[0] && us[0] && ks[0] != us[0]);
+		CHECK(ks[1] == ks[0] && us[1] == us[0] && ks[4] == ks[0] && us[4] == us[0]);
+		CHECK(ks[2] == ks[0] && us[2] != us[0]);
+		CHECK(ks[3] != ks[0] && us[3] != us[0] && us[3] != us[2]);
+		CHECK(ks[5] != ks[0] && ks[5] != us[0] && us[5] != us[0] && us[5] != ks[0]);
+		/* 3 kernel stacks and 4 user ones, 6 + 6 frames (kernel and user ones apart) */
+		CHECK_EQ_U64(snap->n_stacks, 7);
+		CHECK_EQ_U64(snap->n_frames, 12);
+		if (us[2] && us[2] <= snap->n_stacks && us[0] && us[0] <= snap->n_stacks) {
+			const Hostprof__Stack *a = snap->stacks[us[0] - 1], *t = snap->stacks[us[2] - 1];
+
+			CHECK(!a->truncated && t->truncated && a->n_frames == 3 && t->n_frames == 3 &&
+			      !memcmp(a->frames, t->frames, 3 * sizeof(*a->frames)));
+		}
+	}
+	hps_free(snap);
+	free(data);
+	recorder_free(rec);
+}
+
 int main(void)
 {
 	struct proc_info self;
@@ -948,6 +1014,7 @@ int main(void)
 	test_exit_record();
 	test_user_quotas();
 	test_negative_duration();
+	test_shared_stacks();
 	while (n_children)
 		kill_child(children[0]);
 	return check_summary();
