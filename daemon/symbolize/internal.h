@@ -64,12 +64,13 @@
 #define DWARF_HELD_BYTES_MAX (768ull << 20) /* of the files open at once; the least used go */
 #endif
 #define DWARF_FDS_MAX 512 /* files kept open for their DWARF, in all */
-/* a file's DWARF is opened as it is read when it comes to at most this (a distribution's
- * debug file for libc or libpython: 10 and 21 MiB), and the daemon then holds at most this
- * of such files, counted in symbolizer_mb; the rest each snapshot job opens (and
- * decompresses) for itself */
-#define DWARF_PREOPEN_FILE_MAX (32ull << 20)
-#define DWARF_PREOPEN_BYTES_MAX (64ull << 20)
+/* a file's DWARF is opened as it is read when it comes to at most this, and the daemon then
+ * holds at most this of such files, counted in symbolizer_mb; the rest each snapshot job
+ * opens (and decompresses) for itself. Not more: it is opened on the worker, which then
+ * does nothing else, and a trigger's Python read waits behind it (libc6-dbg's and
+ * libpython3.11-dbg's 10 and 21 MiB took it 400 ms, seconds under ASan) */
+#define DWARF_PREOPEN_FILE_MAX (8ull << 20)
+#define DWARF_PREOPEN_BYTES_MAX (8ull << 20)
 #define DWARF_UNITS_MAX (1u << 20) /* compilation units indexed per file (no .debug_aranges) */
 #define DWARF_RANGES_MAX (4u << 20) /* their address ranges, and the functions' */
 #define DWARF_DIES_MAX (16u << 20) /* DIEs looked at to index a file's functions */
