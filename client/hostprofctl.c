@@ -138,7 +138,7 @@ static int conn_recv(struct conn *c, Hostprof__Response **ret)
 	int n;
 
 	if (c->passed >= 0)
-		close(c->passed); /* one no reply claimed */
+		close(c->passed); /* came with a reply that did not take it */
 	n = frame_read_fd_passed(c->fd, HP_MAX_RESPONSE, &c->buf, &payload, &c->passed);
 	if (n < 0)
 		return n;

@@ -75,9 +75,9 @@ struct client {
 	size_t snap_start, snap_len, snap_off; /* the bytes [snap_start, snap_len) of snap */
 	uint64_t snap_events;
 	uint32_t snap_pid;
-	/* or passed as a memfd (SnapshotRequest.fd): the job writes it, the loop sends it */
-	int snap_fd;	    /* -1: none */
-	bool snap_fd_ready; /* written and sealed: to send, snap_len bytes */
+	/* or passed as a memfd (SnapshotRequest.fd): the job writes it, the loop sends it once
+	 * the job is done (and the memfd sealed, snap_len bytes) */
+	int snap_fd; /* -1: none */
 };
 
 struct control {
@@ -100,12 +100,17 @@ static bool client_streaming(const struct client *cl)
 	return cl->snap || cl->job || cl->snap_fd >= 0;
 }
 
+/* Its memfd, written and sealed, to be sent. */
+static bool snap_fd_ready(const struct client *cl)
+{
+	return cl->snap_fd >= 0 && !cl->job;
+}
+
 static void snap_fd_close(struct client *cl)
 {
 	if (cl->snap_fd >= 0)
 		close(cl->snap_fd);
 	cl->snap_fd = -1;
-	cl->snap_fd_ready = false;
 }
 
 /* Its replies pile up: a peer that writes requests faster than it reads the answers
@@ -526,7 +531,7 @@ static int snapshot_then_fd(void *arg, uint8_t *hps, size_t len, uint64_t events
 
 static void client_kick(struct client *cl);
 
-/* The memfd written: sealed as it is (the job is gone), to be sent. */
+/* The memfd written: sealed as it is (the job is gone), to be sent (snap_fd_ready()). */
 static int snap_fd_done(struct client *cl, const uint8_t *data, size_t len)
 {
 	uint64_t res[2];
@@ -543,7 +548,6 @@ static int snap_fd_done(struct client *cl, const uint8_t *data, size_t len)
 		return negative_errno();
 	cl->snap_events = res[0];
 	cl->snap_len = res[1];
-	cl->snap_fd_ready = true;
 	return 0;
 }
 
@@ -1036,7 +1040,7 @@ static void stream_more(struct client *cl)
 {
 	Hostprof__Response resp = HOSTPROF__RESPONSE__INIT;
 
-	if (cl->snap_fd_ready)
+	if (snap_fd_ready(cl))
 		(void)send_snap_fd(cl);
 	while (cl->snap && hp_buf_pending(&cl->out) < HP_CHUNK_SIZE) {
 		if (cl->snap_off < cl->snap_len) {
@@ -1290,7 +1294,7 @@ static int client_update_events(struct client *cl)
 		return 0;
 	if (!cl->closing && !client_streaming(cl) && !client_backlogged(cl))
 		ev |= EPOLLIN;
-	if (hp_buf_pending(&cl->out) || cl->snap_fd_ready)
+	if (hp_buf_pending(&cl->out) || snap_fd_ready(cl))
 		ev |= EPOLLOUT;
 	ev |= EPOLLRDHUP;
 	if (ev == cl->epoll_events)
@@ -1577,7 +1581,7 @@ void control_tick(struct control *ctl, uint64_t now)
 	for (struct client *cl = ctl->clients; cl; cl = cl->next) {
 		if (cl->dead)
 			continue;
-		if (!hp_buf_pending(&cl->out) && !cl->snap && !cl->snap_fd_ready) {
+		if (!hp_buf_pending(&cl->out) && !cl->snap && !snap_fd_ready(cl)) {
 			cl->progress_ns = now;
 			continue;
 		}
