@@ -23,7 +23,6 @@ struct daemon {
 	struct symbolizer *symbolizer;
 	struct rawustacks *rawustacks; /* off-CPU user stacks unwound (rawsample.h) */
 	struct worker *worker;
-	struct worker *dwarf_worker; /* debug files' DWARF opened for the daemon to keep (symbolizer) */
 	struct watch *watch;
 	struct gilwatch *gilwatch;
 	struct py_names *py_names; /* names of the kernel-walked Python stacks (daemon/python.h) */
@@ -32,7 +31,7 @@ struct daemon {
 	struct triggers *triggers;
 	struct control *control;
 	struct metrics *metrics;
-	struct io_source signal_src, timer_src, capture_src, worker_src, dwarf_worker_src;
+	struct io_source signal_src, timer_src, capture_src, worker_src;
 	uint64_t ticks;
 	uint64_t watchdog_ticks;  /* ping systemd's watchdog every this many ticks; 0: off */
 	uint64_t record_deadline; /* --record: BOOTTIME when to stop; 0: not recording */

@@ -39,16 +39,6 @@
 #define EXIT_CONFIG 2
 #define TICK_NS (100 * NSEC_PER_MSEC)
 #define TICKS_PER_SEC 10
-/* ASan's allocator, unlike glibc's malloc, does not hold its locks across fork(): a job
- * forked while the DWARF thread allocates could wait on one forever. Under ASan the jobs
- * open the DWARF they look up, each for itself. */
-#if defined(__SANITIZE_ADDRESS__)
-#define DWARF_THREAD 0
-#else
-#define DWARF_THREAD 1
-#endif
-#define DWARF_QUEUE_MAX 64 /* files waiting for their DWARF to be opened; past it the jobs open theirs */
-#define DWARF_STOP_WAIT_NS (1 * NSEC_PER_SEC) /* at exit, a file half opened is left to its thread */
 
 static void recorder_limits_from(const struct settings *s, struct recorder_limits *ret)
 {
@@ -231,16 +221,6 @@ static int on_worker(struct io_source *src, uint32_t events)
 	return 0;
 }
 
-static int on_dwarf_worker(struct io_source *src, uint32_t events)
-{
-	struct daemon *d = (struct daemon *)((char *)src - offsetof(struct daemon, dwarf_worker_src));
-	int r = worker_dispatch(d->dwarf_worker);
-
-	if (r < 0)
-		log_warning_errno(r, "Failed to take the DWARF thread's results: %m, ignoring");
-	return 0;
-}
-
 static void after_batch(void *ud)
 {
 	struct daemon *d = ud;
@@ -295,14 +275,6 @@ static int setup_sources(struct daemon *d)
 	r = loop_add(d->loop, &d->worker_src, EPOLLIN);
 	if (r < 0)
 		return r;
-
-	if (d->dwarf_worker) {
-		d->dwarf_worker_src.fd = worker_fd(d->dwarf_worker);
-		d->dwarf_worker_src.dispatch = on_dwarf_worker;
-		r = loop_add(d->loop, &d->dwarf_worker_src, EPOLLIN);
-		if (r < 0)
-			return r;
-	}
 
 	d->capture_src.fd = capture_fd(d->capture);
 	d->capture_src.dispatch = on_capture;
@@ -406,16 +378,6 @@ static int make_modules(struct daemon *d)
 	d->worker = worker_new(64);
 	if (!d->worker)
 		return log_error_errno(-errno, "Failed to start the worker thread: %m"), EXIT_FAILURE;
-	if (d->symbolizer && DWARF_THREAD) {
-		/* not gated for the jobs' forks: its items touch nothing shared until the loop
-		 * installs what they opened, and hold no lock but malloc's, which glibc's fork()
-		 * takes across it; at exit it is not waited for */
-		d->dwarf_worker = worker_new_named(DWARF_QUEUE_MAX, "hostprofd-dwarf", DWARF_STOP_WAIT_NS);
-		if (!d->dwarf_worker)
-			return log_error_errno(-errno, "Failed to start the DWARF thread: %m"), EXIT_FAILURE;
-	}
-	if (d->symbolizer)
-		symbolizer_set_dwarf_worker(d->symbolizer, d->dwarf_worker);
 	d->snapstore = snapstore_new(s->snapshot_dir, s->max_snapshots, s->max_snapshot_mb << 20);
 	if (!d->snapstore)
 		return log_error_errno(-ENOMEM, "Out of memory"), EXIT_FAILURE;
@@ -535,7 +497,6 @@ int main(int argc, char **argv)
 	metrics_free(d.metrics);
 	/* first of the modules: its last completions (-ECANCELED) still find what they name */
 	worker_free(d.worker);
-	worker_free(d.dwarf_worker); /* its completions name the symbolizer's files */
 	if (d.signal_src.fd >= 0)
 		close(d.signal_src.fd);
 	if (d.timer_src.fd >= 0)

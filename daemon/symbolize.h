@@ -52,14 +52,6 @@ int symbolizer_refresh_process(struct symbolizer *s, uint32_t pid);
  * of its budget is dropped (refresh_abandoned), the file it hung in not opened again.
  */
 int symbolizer_refresh_process_async(struct symbolizer *s, struct worker *w, uint32_t pid);
-/*
- * The DWARF of each file new in the cache is opened on w's thread, at a lower priority, and
- * kept: snapshot jobs inherit it open (see symbolize/dwarf.c). w's done runs s's code: free
- * w before s. w NULL: none is kept, each job opens what it looks up. Never called (tests,
- * tools): opened where the file is noted, in the calling thread. In a forked child: by the
- * lookups.
- */
-void symbolizer_set_dwarf_worker(struct symbolizer *s, struct worker *w);
 /* A refresh of pid is on the worker: what it reads is not noted yet. */
 bool symbolizer_refresh_in_flight(const struct symbolizer *s, uint32_t pid);
 /* Drop what only pid needed (called when its history has aged out). */
@@ -191,8 +183,7 @@ struct symbolizer_info {
 	uint64_t dwarf_lookups, dwarf_over_budget;
 	uint64_t dwarf_bytes; /* what the DWARF files open in this process's lookups hold, about */
 	uint64_t
-		dwarf_preopened_bytes; /* what the DWARF files opened for the daemon hold (jobs inherit them) */
-	uint64_t dwarf_preopen_skipped; /* not opened for the daemon: its queue was full, or its budget ran out */
+		dwarf_preopened_bytes; /* what the DWARF files opened as they were read hold (jobs inherit them) */
 	uint64_t names_bytes; /* demangled and DWARF names kept */
 	uint64_t names_full; /* names not kept: NAMES_BYTES_MAX reached (shown as they are) */
 	uint64_t bytes; /* heap held by symbol tables and maps (not DWARF's) */

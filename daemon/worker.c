@@ -21,7 +21,6 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -73,8 +72,6 @@ struct worker {
 	bool stopping, orphaned;
 	bool fork_pending; /* the owner waits to fork: no new item is taken */
 	pid_t owner;
-	char name[16]; /* of its threads */
-	uint64_t stop_wait_ns; /* at worker_free(), a running item is waited for this long at most */
 	int epoll_fd, event_fd, timer_fd;
 	uint64_t armed; /* the timer's deadline; 0: disarmed */
 	uint64_t submitted, completed, rejected, abandoned;
@@ -239,7 +236,7 @@ static int spawn(struct worker *w, struct slot *sl)
 		sl->state = SLOT_EMPTY;
 		return r;
 	}
-	(void)pthread_setname_np(sl->thread, w->name);
+	(void)pthread_setname_np(sl->thread, "hostprofd-work");
 	return 0;
 }
 
@@ -318,11 +315,6 @@ static void expire(struct worker *w, uint64_t now)
 
 struct worker *worker_new(unsigned queue_max)
 {
-	return worker_new_named(queue_max, "hostprofd-work", UINT64_MAX);
-}
-
-struct worker *worker_new_named(unsigned queue_max, const char *name, uint64_t stop_wait_ns)
-{
 	struct epoll_event ev = { .events = EPOLLIN };
 	pthread_condattr_t attr;
 	struct worker *w;
@@ -336,8 +328,6 @@ struct worker *worker_new_named(unsigned queue_max, const char *name, uint64_t s
 	if (!w)
 		return NULL;
 	w->queue_max = queue_max;
-	snprintf(w->name, sizeof(w->name), "%s", name);
-	w->stop_wait_ns = stop_wait_ns;
 	w->refs = 1;
 	w->owner = getpid();
 	pthread_mutex_init(&w->lock, NULL);
@@ -389,15 +379,7 @@ void worker_free(struct worker *w)
 	w->stopping = true;
 	pthread_cond_broadcast(&w->wake);
 	queued = list_take(&w->queue);
-	/* idle threads leave at once; a running item is waited for while its budget lasts, and
-	 * stop_wait_ns at most */
-	for (size_t i = 0; i < ARRAY_SIZE(w->slots); i++) {
-		struct slot *sl = &w->slots[i];
-		uint64_t now = now_ns();
-
-		if (sl->state == SLOT_BUSY && sl->item->deadline > now && sl->item->deadline - now > w->stop_wait_ns)
-			sl->item->deadline = now + w->stop_wait_ns;
-	}
+	/* idle threads leave at once; a running item is waited for while its budget lasts */
 	for (;;) {
 		uint64_t now = now_ns(), next = UINT64_MAX;
 		bool wait = false;

@@ -53,9 +53,6 @@ struct worker_stats {
 
 /* queue_max: items waiting at most (the running one not counted). NULL + errno on failure. */
 struct worker *worker_new(unsigned queue_max);
-/* The same, its threads named name (15 bytes kept), and at worker_free() a running item
- * waited for stop_wait_ns at most, not its whole budget (then left to its thread). */
-struct worker *worker_new_named(unsigned queue_max, const char *name, uint64_t stop_wait_ns);
 /*
  * Stops the worker, on the thread that dispatches: queued items are done with -ECANCELED,
  * finished ones with their result, a running one is waited for while its budget lasts. One

@@ -4,14 +4,12 @@
  * libdw. A file's DWARF is found when the file is read (elf_load(): the binary's own, else
  * its debug file's) and its fd kept (at most DWARF_FDS_MAX of them, so that the lines still
  * resolve once the process is gone or the file replaced). Opening it is most of the cost:
- * libdw reads and decompresses its sections whole. So once the file is in the cache it is
- * opened for the daemon to keep (dwarf_preopen(), on a thread of its own that touches
- * nothing shared: the loop installs the handle, so a job forked meanwhile sees it whole or
- * not at all), when it is at most DWARF_PREOPEN_FILE_MAX and the daemon holds less than
- * DWARF_PREOPEN_BYTES_MAX of such files (counted in the file's elf_file_bytes(), so in
- * symbolizer_mb): a snapshot job, a fork of the daemon, inherits it open and only looks up
- * its addresses. Other files, and those not open yet, are opened by each job that resolves
- * an address in them, and what libdw reads goes with the job.
+ * libdw reads and decompresses its sections whole. So it is opened right then too, on the
+ * worker (dwarf_preopen()), when it is at most DWARF_PREOPEN_FILE_MAX and the daemon holds
+ * less than DWARF_PREOPEN_BYTES_MAX of such files (counted in the file's elf_file_bytes(),
+ * so in symbolizer_mb): a snapshot job, a fork of the daemon, inherits it open and only
+ * looks up its addresses. Other files are opened by each job that resolves an address in
+ * them, and what libdw reads goes with the job.
  *
  * Bounds: a file whose debug sections come to more than DWARF_FILE_BYTES_MAX decompressed
  * (the compression headers are read before libdw decompresses anything) is not opened; the
@@ -352,7 +350,7 @@ static int handle_open(struct dwarf_open *o, struct elf_file *f)
 	return 0;
 }
 
-int dwarf_preopen(struct elf_file *f, struct dwarf_handle **ret)
+int dwarf_preopen(struct elf_file *f)
 {
 	struct dwarf_handle *h;
 	uint64_t bytes, held;
@@ -361,8 +359,7 @@ int dwarf_preopen(struct elf_file *f, struct dwarf_handle **ret)
 	Elf *e;
 	int r;
 
-	*ret = NULL;
-	if (f->dwarf_fd < 0)
+	if (f->dwarf_fd < 0 || f->dwarf)
 		return 0;
 	r = handle_size(f, &e, &bytes);
 	if (r == 0 && bytes > DWARF_FILE_BYTES_MAX) {
@@ -387,34 +384,12 @@ int dwarf_preopen(struct elf_file *f, struct dwarf_handle **ret)
 	/* made once here rather than in every job */
 	(void)dwarf_getaranges(h->dbg, &ar, &n_ar);
 	(void)make_fn_index(h);
-	*ret = h;
+	f->dwarf = h;
 	return 1;
 failed:
+	f->dwarf_err = r; /* unreadable or too large: not tried again, here or in a job */
 	atomic_fetch_add(&preopen_failed, 1);
 	return r;
-}
-
-void dwarf_preopen_install(struct elf_file *f, struct dwarf_handle *h, int r)
-{
-	if (r < 0 && !f->dwarf)
-		f->dwarf_err = r; /* unreadable or too large: not tried again, here or in a job */
-	if (!h)
-		return;
-	if (f->dwarf || f->dwarf_err)
-		handle_free(h);
-	else
-		f->dwarf = h;
-}
-
-void dwarf_preopen_discard(struct dwarf_handle *h)
-{
-	if (h)
-		handle_free(h);
-}
-
-uint64_t dwarf_handle_bytes(const struct dwarf_handle *h)
-{
-	return h ? h->bytes : 0;
 }
 
 uint64_t dwarf_file_preopened_bytes(const struct elf_file *f)

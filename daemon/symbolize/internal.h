@@ -64,13 +64,13 @@
 #define DWARF_HELD_BYTES_MAX (768ull << 20) /* of the files open at once; the least used go */
 #endif
 #define DWARF_FDS_MAX 512 /* files kept open for their DWARF, in all */
-/* once a file is in the cache, its DWARF is opened for the daemon to keep (on a thread of
- * its own, at a lower priority: symbolizer_set_dwarf_worker) when it comes to at most this,
- * and the daemon then holds at most this of such files, counted in symbolizer_mb; the rest
- * each snapshot job opens (and decompresses) for itself. libc6-dbg's libc comes to 10 MiB,
- * libpython3.11-dbg's to 21 MiB: opening them takes 80-130 and ~250 ms of CPU */
-#define DWARF_PREOPEN_FILE_MAX (32ull << 20)
-#define DWARF_PREOPEN_BYTES_MAX (64ull << 20)
+/* a file's DWARF is opened as it is read when it comes to at most this, and the daemon then
+ * holds at most this of such files, counted in symbolizer_mb; the rest each snapshot job
+ * opens (and decompresses) for itself. Not more: it is opened on the worker, which then
+ * does nothing else, and a trigger's Python read waits behind it (libc6-dbg's and
+ * libpython3.11-dbg's 10 and 21 MiB took it 400 ms, seconds under ASan) */
+#define DWARF_PREOPEN_FILE_MAX (8ull << 20)
+#define DWARF_PREOPEN_BYTES_MAX (8ull << 20)
 #define DWARF_UNITS_MAX (1u << 20) /* compilation units indexed per file (no .debug_aranges) */
 #define DWARF_RANGES_MAX (4u << 20) /* their address ranges, and the functions' */
 #define DWARF_DIES_MAX (16u << 20) /* DIEs looked at to index a file's functions */
@@ -319,17 +319,11 @@ unsigned dwarf_fds_held(void);
 /* Closes f's DWARF if it is open: o is the list it is in, NULL when it is in none. */
 void dwarf_close(struct dwarf_open *o, struct elf_file *f);
 /*
- * Opens f's DWARF for the daemon to keep, into *ret, changing nothing of f's (it runs on a
- * thread of its own while the loop forks jobs: dwarf_preopen_install() puts it in f on the
- * loop thread): 1 when it is open, 0 when it is left to the jobs (too large, or the daemon
- * holds enough), -errno when it cannot be read (counted).
+ * Opens f's DWARF where its file is read (the worker): 1 when it is open, 0 when it is left to
+ * the jobs (too large, or the daemon holds enough), -errno when it cannot be read (then it is
+ * not tried again). Touches no symbolizer state: dwarf_adopt() puts it in o on the loop thread.
  */
-int dwarf_preopen(struct elf_file *f, struct dwarf_handle **ret);
-/* On the loop thread: f's DWARF is h (NULL: none), r what dwarf_preopen() returned (< 0:
- * not tried again, here or in a job); h is closed if f got its DWARF otherwise meanwhile. */
-void dwarf_preopen_install(struct elf_file *f, struct dwarf_handle *h, int r);
-void dwarf_preopen_discard(struct dwarf_handle *h);
-uint64_t dwarf_handle_bytes(const struct dwarf_handle *h);
+int dwarf_preopen(struct elf_file *f);
 void dwarf_adopt(struct dwarf_open *o, struct elf_file *f);
 /* What the files opened by dwarf_preopen() hold, in all; how many it could not open. */
 uint64_t dwarf_preopened_bytes(void);
@@ -478,9 +472,6 @@ struct symbolizer {
 	uint64_t unwind_offcpu, unwind_offcpu_fp; /* symbolizer_count_offcpu */
 	uint64_t unwind_copies, unwind_copy_bytes; /* symbolizer_count_copy */
 	uint64_t budget, over_budget; /* symbolizer_set_budget */
-	struct worker *dwarf_worker; /* symbolizer_set_dwarf_worker */
-	bool dwarf_preopen_off; /* set to NULL there */
-	uint64_t dwarf_preopen_rejected, dwarf_preopen_abandoned; /* its queue was full; its budget ran out */
 };
 
 /* The heap held by symbol tables, mappings and perf maps (symbolizer_info's bytes). */

@@ -29,7 +29,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
-#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -289,6 +288,7 @@ static int scan_mapping(struct refresh *rq, size_t i, int root_fd, bool same_roo
 		if (f->err != -ENOMEM && f->n_segs)
 			f->cfi_err = elf_load_cfi(e, f); /* a stripped file unwinds all the same */
 		elf_end(e);
+		(void)dwarf_preopen(f); /* so that snapshot jobs inherit it open */
 	}
 	if (f->err == -ENOMEM) {
 		si->file = NULL;
@@ -402,78 +402,6 @@ fail:
 	rq->err = r;
 }
 
-/* ---- a file's DWARF, opened for the daemon to keep ---- */
-
-#define PREOPEN_BUDGET_NS (120 * NSEC_PER_SEC) /* on a busy host, at its priority, it waits */
-#define PREOPEN_NICE 10 /* below the loop and the worker: it only saves the jobs time */
-
-struct preopen {
-	struct symbolizer *s;
-	struct elf_file *f; /* a reference, taken and dropped on the loop thread */
-	struct dwarf_handle *h;
-};
-
-static int preopen_work(void *arg)
-{
-	struct preopen *po = arg;
-
-	/* Linux: the calling thread's nice value, not the process's */
-	(void)setpriority(PRIO_PROCESS, (id_t)gettid(), PREOPEN_NICE);
-	return dwarf_preopen(po->f, &po->h);
-}
-
-static void preopen_done(void *arg, int r)
-{
-	struct preopen *po = arg;
-	struct symbolizer *s = po->s;
-
-	if (r == -ETIME || r == -ECANCELED || po->f->refs == 1) {
-		/* not done, or no mapping holds the file any more: the jobs open it if need be */
-		dwarf_preopen_discard(po->h);
-		if (r == -ETIME)
-			s->dwarf_preopen_abandoned++;
-	} else if (po->h && symbolizer_over_budget(s, dwarf_handle_bytes(po->h))) {
-		dwarf_preopen_discard(po->h);
-	} else {
-		dwarf_preopen_install(po->f, po->h, r);
-	}
-	elf_file_unref(&s->cache, po->f);
-	free(po);
-}
-
-/* f is new in the cache: its DWARF opened on s's DWARF worker, or here when s was given none
- * (tests, tools); never when it was given NULL, nor in a forked child (a job): the jobs open
- * what they look up. */
-static void preopen_start(struct symbolizer *s, struct elf_file *f)
-{
-	struct dwarf_handle *h;
-	struct preopen *po;
-	int r;
-
-	if (f->dwarf_fd < 0 || f->dwarf || f->dwarf_err || getpid() != s->owner || s->dwarf_preopen_off)
-		return;
-	if (!s->dwarf_worker) {
-		r = dwarf_preopen(f, &h);
-		if (h && symbolizer_over_budget(s, dwarf_handle_bytes(h))) {
-			dwarf_preopen_discard(h);
-			return;
-		}
-		dwarf_preopen_install(f, h, r);
-		return;
-	}
-	po = calloc(1, sizeof(*po));
-	if (!po)
-		return;
-	po->s = s;
-	po->f = elf_file_ref(f);
-	r = worker_submit(s->dwarf_worker, PREOPEN_BUDGET_NS, preopen_work, preopen_done, po);
-	if (r < 0) {
-		s->dwarf_preopen_rejected++; /* the jobs open it */
-		elf_file_unref(&s->cache, po->f);
-		free(po);
-	}
-}
-
 /* ---- the apply phase, on the loop thread ---- */
 
 /* m's file from what the scan found; false when that is no longer there to be had. */
@@ -528,7 +456,6 @@ static bool apply_file(struct symbolizer *s, const struct scan_info *si, struct 
 				*err = r;
 				return true;
 			}
-			preopen_start(s, f);
 		}
 		m->file = elf_file_ref(f);
 		return true;

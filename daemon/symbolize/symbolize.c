@@ -101,12 +101,6 @@ void symbolizer_free(struct symbolizer *s)
 	free(s);
 }
 
-void symbolizer_set_dwarf_worker(struct symbolizer *s, struct worker *w)
-{
-	s->dwarf_worker = w;
-	s->dwarf_preopen_off = !w;
-}
-
 int symbolizer_set_debug_dir(struct symbolizer *s, const char *dir)
 {
 	char *d = strdup(dir);
@@ -324,7 +318,6 @@ void symbolizer_info(const struct symbolizer *s, struct symbolizer_info *ret)
 		.dwarf_over_budget = s->cache.dwarf.over_budget,
 		.dwarf_bytes = s->cache.dwarf.bytes,
 		.dwarf_preopened_bytes = dwarf_preopened_bytes(),
-		.dwarf_preopen_skipped = s->dwarf_preopen_rejected + s->dwarf_preopen_abandoned,
 		.names_bytes = name_table_bytes(&s->demangled) + name_table_bytes(&s->names),
 		.names_full = s->demangled.full + s->names.full,
 		.bytes = symbolizer_bytes(s),

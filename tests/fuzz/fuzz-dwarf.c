@@ -58,12 +58,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		elf_build_id(e, f->build_id);
 		f->err = elf_load(&ds, fd, e, f);
 		elf_end(e);
-		if (size & 1) {
-			struct dwarf_handle *h;
-			int r = dwarf_preopen(f, &h);
-
-			dwarf_preopen_install(f, h, r);
-		}
+		if (size & 1)
+			(void)dwarf_preopen(f);
 	}
 	for (size_t i = 0; f->dwarf_fd >= 0 && i < f->n_syms && i < 64; i++) {
 		const struct elf_sym *s = &f->syms[i];

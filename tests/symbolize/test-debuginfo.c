@@ -20,10 +20,6 @@
  *   lines      inlchild's probe address: inl_outer at the line it calls inl_mid, with
  *              inl_leaf then inl_mid inlined there, each at its line; the same from a
  *              stripped copy through its build-id debug file, and after the child is dead;
- *   dwarf-kept with a DWARF worker (the daemon's): inlchild's DWARF is opened on its thread
- *              (nice 10) and installed when dispatched; a job forked before that opens
- *              its own, one forked after inherits it, lines as in `lines`; nothing is
- *              held once the symbolizer is freed;
  *   dwarf-bad  copies of inlchild with garbage in .debug_info, with a compressed .debug_info
  *              that claims 1 TiB, and with its DWARF cut short: the symbols still resolve,
  *              nothing crashes, the failures are counted;
@@ -40,7 +36,6 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <dirent.h>
 #include <ftw.h>
 #include <gelf.h>
 #include <inttypes.h>
@@ -62,7 +57,6 @@
 #include "macro.h"
 #include "symbolize.h"
 #include "symbolize/internal.h"
-#include "worker.h"
 
 static const char *cxx_exe, *inl_exe, *sym_exe, *sym_lib, *objcopy;
 static char tmpdir[] = "/tmp/hpdbg-test.XXXXXX";
@@ -485,123 +479,6 @@ static int test_lines(void)
 		CHECK(info.dwarf_files >= 1);
 		symbolizer_free(s);
 	}
-	return check_summary();
-}
-
-/* ---- dwarf-kept ---- */
-
-/* In a fork of the symbolizer, as a snapshot job: inlchild's lines, and how many DWARF files
- * the lookups had to open for themselves. */
-static void expect_job_opens(struct symbolizer *s, const struct child *c, uint64_t opened)
-{
-	struct symbolizer_info info;
-	int status;
-	pid_t pid;
-
-	fflush(NULL);
-	pid = fork();
-	if (pid == 0) {
-		unsigned long failed = check_failures;
-
-		expect_inline_chain(s, c, "/inlchild.c");
-		symbolizer_info(s, &info);
-		CHECK_EQ_U64(info.dwarf_opened, opened);
-		fflush(NULL);
-		_exit(check_failures > failed ? 1 : 0);
-	}
-	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
-	CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0, "job status 0x%x", status);
-}
-
-/* The nice value of this process's thread named comm; -100: none. */
-static int thread_nice(const char *comm)
-{
-	char path[300], buf[512], name[32];
-	int nice = -100;
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *de;
-
-	while (d && (de = readdir(d))) {
-		FILE *fp;
-
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", de->d_name);
-		fp = fopen(path, "re");
-		if (!fp)
-			continue;
-		if (fgets(name, sizeof(name), fp))
-			name[strcspn(name, "\n")] = 0;
-		fclose(fp);
-		if (strcmp(name, comm))
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/stat", de->d_name);
-		fp = fopen(path, "re");
-		if (fp && fgets(buf, sizeof(buf), fp)) {
-			const char *p = strrchr(buf, ')');
-
-			/* after the comm: state (3), ppid .. tpgid, flags, the faults, the times,
-			 * priority (18), nice (19) */
-			if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %d",
-					 &nice) != 1)
-				nice = -100;
-		}
-		if (fp)
-			fclose(fp);
-	}
-	if (d)
-		closedir(d);
-	return nice;
-}
-
-static int test_dwarf_kept(void)
-{
-	char *argv[2] = { (char *)inl_exe, NULL };
-	struct symbolizer_info info;
-	struct worker_stats st;
-	struct symbolizer *s;
-	struct worker *w;
-	struct child c;
-
-	s = new_symbolizer(NULL);
-	w = worker_new_named(16, "hostprofd-dwarf", NSEC_PER_SEC);
-	if (!w) {
-		perror("worker_new_named");
-		return 1;
-	}
-	symbolizer_set_dwarf_worker(s, w);
-	if (child_start(argv, &c) < 0)
-		return 1;
-	CHECK_EQ_INT(symbolizer_refresh_process(s, c.pid), 0);
-	/* the files' DWARF (inlchild's, and libc's with libc6-dbg) opened on w */
-	for (int i = 0; i < 3000; i++) {
-		worker_stats(w, &st);
-		if (st.submitted && st.completed + st.abandoned >= st.submitted)
-			break;
-		usleep(10 * 1000); /* worker_fd is readable from the first one on */
-	}
-	CHECK(st.submitted >= 1);
-	CHECK_EQ_U64(st.completed, st.submitted);
-	/* it is the loop's only once dispatched: a job forked before opens its own (forked
-	 * while w is idle: under ASan, a fork while it allocates would inherit a lock held) */
-	expect_job_opens(s, &c, 1);
-	CHECK_EQ_INT(worker_dispatch(w), (int)st.submitted);
-	/* at a lower priority than the loop and the worker */
-	CHECK_EQ_INT(thread_nice("hostprofd-dwarf"), 10);
-	symbolizer_info(s, &info);
-	CHECK(info.dwarf_preopened_bytes > 0);
-	CHECK_EQ_U64(info.dwarf_preopen_skipped, 0);
-	CHECK_EQ_U64(info.dwarf_opened, 0);
-	/* a job forked now inherits it open, and so do the daemon's own lookups */
-	expect_job_opens(s, &c, 0);
-	child_stop(&c);
-	expect_inline_chain(s, &c, "/inlchild.c");
-	symbolizer_info(s, &info);
-	CHECK_EQ_U64(info.dwarf_opened, 0);
-	worker_free(w);
-	symbolizer_free(s);
-	/* forgotten with the files: nothing of it is held any more */
-	CHECK_EQ_U64(dwarf_preopened_bytes(), 0);
 	return check_summary();
 }
 
@@ -1043,8 +920,6 @@ int main(int argc, char **argv)
 		r = test_minidebug();
 	else if (!strcmp(argv[1], "lines"))
 		r = test_lines();
-	else if (!strcmp(argv[1], "dwarf-kept"))
-		r = test_dwarf_kept();
 	else if (!strcmp(argv[1], "dwarf-bad"))
 		r = test_dwarf_bad();
 	else if (!strcmp(argv[1], "python"))

@@ -13,9 +13,7 @@
  *            stuck ones come back the queue runs again;
  *   free     worker_free with items finished, queued and running: done with the result,
  *            -ECANCELED, the result of one that finishes within its budget meanwhile; one
- *            stuck past its budget is left to its thread, never done; and so is one
- *            still running past a worker_new_named() stop wait shorter than its budget
- *            (its thread named as asked);
+ *            stuck past its budget is left to its thread, never done;
  *   fork     in a forked child submit and dispatch fail with -ECHILD and free leaves the
  *            worker alone; the parent's worker goes on;
  *   forkgate worker_fork_begin is refused while an item runs, and from then on no item is
@@ -327,30 +325,6 @@ static void test_free(void)
 		usleep(1000);
 	usleep(50 * 1000); /* let it leave (ASan would see it touch a freed worker) */
 	CHECK_EQ_INT(stuck.done_calls, 0);
-
-	/* a stop wait shorter than the budget: worker_free() returns while the item runs on,
-	 * which is left to its thread (named as asked) */
-	struct job lingering = { .gated = true, .ret = 11 };
-	char comm[16] = "";
-
-	w = worker_new_named(8, "hp-test-named", SHORT_NS);
-	CHECK(w != NULL);
-	if (!w)
-		return;
-	done_count = 0;
-	CHECK_EQ_INT(worker_submit(w, LONG_NS, work, done, &lingering), 0);
-	while (!get(&lingering.started))
-		usleep(1000);
-	CHECK_EQ_INT(pthread_getname_np(lingering.ran_on, comm, sizeof(comm)), 0);
-	CHECK_STR(comm, "hp-test-named");
-	worker_free(w);
-	CHECK(!get(&lingering.returned));
-	CHECK_EQ_INT(done_count, 0);
-	open_gate(&lingering);
-	while (!get(&lingering.returned))
-		usleep(1000);
-	usleep(50 * 1000);
-	CHECK_EQ_INT(lingering.done_calls, 0);
 }
 
 static void test_fork(void)
