@@ -73,6 +73,7 @@ struct snapjob {
 	void *ud;
 	bool cancelled;
 	bool oom;
+	bool learn; /* forked with a learn hook: its bytes end in [learned][uint64 length] */
 	/* until the fork (the gate was closed): what to fork with, and a timer to try again */
 	snapjob_work_fn work;
 	void *arg;
@@ -92,6 +93,13 @@ static struct {
 	void (*end)(void *ud);
 	void *ud;
 } gate;
+
+/* What a child found that the daemon keeps (snapjob_set_learn()). */
+static struct {
+	void (*produce)(void *ud, uint8_t **ret, size_t *ret_len);
+	void (*consume)(void *ud, const uint8_t *data, size_t len);
+	void *ud;
+} learn;
 
 #define SNAPJOB_RETRY_NS (5 * 1000 * 1000ULL)  /* the gate tried again every 5 ms */
 #define SNAPJOB_DEFER_NS (2500 * 1000 * 1000ULL) /* forked anyway after 2.5 s */
@@ -373,6 +381,27 @@ static void finish(struct snapjob *j)
 		if (!data)
 			status = -ENOMEM;
 	}
+	if (status >= 0 && j->learn) {
+		/* [result][learned][uint64 its length]: the trailer to the learn hook, the rest to done */
+		uint64_t n;
+
+		if (len < sizeof(n)) {
+			status = -EIO;
+		} else {
+			memcpy(&n, data + len - sizeof(n), sizeof(n));
+			if (n > len - sizeof(n)) {
+				status = -EIO;
+			} else {
+				len -= sizeof(n) + n;
+				if (n && learn.consume)
+					learn.consume(learn.ud, data + len, n);
+			}
+		}
+		if (status < 0) {
+			log_error("snapshot job: the child's result ended in no trailer");
+			free(data);
+		}
+	}
 	if (status < 0) {
 		data = NULL;
 		len = 0;
@@ -515,6 +544,8 @@ static _Noreturn void child_main(unsigned cpu_limit_s, snapjob_work_fn work, voi
 {
 	struct rlimit cpu = { cpu_limit_s, cpu_limit_s + 1 }, core = { 0, 0 };
 	struct hp_buf out = {};
+	uint8_t *learned = NULL;
+	size_t learned_len = 0;
 	int32_t status;
 
 	place_failed = 0;
@@ -528,15 +559,23 @@ static _Noreturn void child_main(unsigned cpu_limit_s, snapjob_work_fn work, voi
 	signal(SIGPIPE, SIG_IGN);
 	child_heap();
 	status = work(arg, &out);
+	if (status >= 0 && learn.produce)
+		learn.produce(learn.ud, &learned, &learned_len);
 	write_all_blocking(fd, &place_failed, sizeof(place_failed));
 	if (place_failed)
 		write_all_blocking(fd, place_errno, sizeof(place_errno));
 	write_all_blocking(fd, &status, sizeof(status));
 	if (status >= 0) {
-		uint64_t len = hp_buf_pending(&out);
+		uint64_t len = hp_buf_pending(&out), n = learned_len;
 
+		if (learn.produce)
+			len += learned_len + sizeof(n);
 		write_all_blocking(fd, &len, sizeof(len));
-		write_all_blocking(fd, out.data + out.off, len);
+		write_all_blocking(fd, out.data + out.off, hp_buf_pending(&out));
+		if (learn.produce) {
+			write_all_blocking(fd, learned, learned_len);
+			write_all_blocking(fd, &n, sizeof(n));
+		}
 	}
 	_exit(0);
 }
@@ -559,6 +598,7 @@ static int job_fork(struct snapjob *j)
 		if (moved < 0)
 			log_parent_placement(SNAPJOB_PLACE_AFFINITY, moved);
 	}
+	j->learn = learn.produce != NULL;
 	pid = fork();
 	if (pid == 0) {
 		close(fds[0]);
@@ -662,6 +702,14 @@ static int defer(struct snapjob *j)
 	}
 	j->deferred_ns = now_mono_ns();
 	return 0;
+}
+
+void snapjob_set_learn(void (*produce)(void *ud, uint8_t **ret, size_t *ret_len),
+		       void (*consume)(void *ud, const uint8_t *data, size_t len), void *ud)
+{
+	learn.produce = produce;
+	learn.consume = consume;
+	learn.ud = ud;
 }
 
 void snapjob_set_fork_gate(int (*begin)(void *ud), void (*end)(void *ud), void *ud)

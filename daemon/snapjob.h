@@ -31,6 +31,14 @@ int snapjob_start(struct loop *loop, unsigned cpu_limit_s, const cpu_set_t *avoi
  * waits); end follows each begin, whatever it returned, once the fork is made or given up.
  * The worker's: worker_fork_begin(), worker_fork_end(). */
 void snapjob_set_fork_gate(int (*begin)(void *ud), void (*end)(void *ud), void *ud);
+/*
+ * What a job's child found that the daemon keeps for the jobs after it (the symbolizer's
+ * DWARF lookups): produce runs in the child once its work succeeded and hands over bytes
+ * (malloc'ed, or NULL and 0), which go after the work's bytes; consume runs in the loop
+ * with them before done (which sees only the work's). NULL, NULL: none.
+ */
+void snapjob_set_learn(void (*produce)(void *ud, uint8_t **ret, size_t *ret_len),
+		       void (*consume)(void *ud, const uint8_t *data, size_t len), void *ud);
 /* Whether some job is running. */
 bool snapjob_running(void);
 /* The running jobs off the CPUs in avoid, where the loop's CPUs leave them others (a

@@ -12,6 +12,7 @@
 #include "capture.h"
 #include "framing.h"
 #include "glob_match.h"
+#include "log.h"
 #include "macro.h"
 #include "python.h"
 #include "snapshot.h"
@@ -50,6 +51,21 @@ struct collected {
 	void *arg;
 };
 
+/* In a job's child: the DWARF lookups it made, for the daemon's symbolizer. */
+static void learn_produce(void *ud, uint8_t **ret, size_t *ret_len)
+{
+	symbolizer_learned(ud, ret, ret_len);
+}
+
+/* Back in the loop: kept, so that the next job does not open that DWARF for them. */
+static void learn_consume(void *ud, const uint8_t *data, size_t len)
+{
+	int r = symbolizer_learn(ud, data, len);
+
+	if (r < 0)
+		log_warning_errno(r, "Failed to keep what a snapshot job found in DWARF: %m, ignoring");
+}
+
 struct snapsvc *snapsvc_new(struct loop *l, struct capture *c, struct recorder *rec, struct symbolizer *sym)
 {
 	struct snapsvc *svc = calloc(1, sizeof(*svc));
@@ -61,13 +77,18 @@ struct snapsvc *snapsvc_new(struct loop *l, struct capture *c, struct recorder *
 	svc->recorder = rec;
 	svc->symbolizer = sym;
 	svc->daemon_pid = (uint32_t)getpid();
+	if (sym)
+		snapjob_set_learn(learn_produce, learn_consume, sym);
 	return svc;
 }
 
 void snapsvc_free(struct snapsvc *svc)
 {
-	if (svc)
-		py_instants_free(svc->python_instants);
+	if (!svc)
+		return;
+	if (svc->symbolizer)
+		snapjob_set_learn(NULL, NULL, NULL);
+	py_instants_free(svc->python_instants);
 	free(svc);
 }
 

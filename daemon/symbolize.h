@@ -181,6 +181,10 @@ struct symbolizer_info {
 	uint64_t dwarf_opened, dwarf_failed,
 		dwarf_evicted; /* opened for lookups, unreadable (here and when read), closed for room */
 	uint64_t dwarf_lookups, dwarf_over_budget;
+	uint64_t dwarf_cached; /* lookups answered by what lookups before found (no DWARF opened for them) */
+	uint64_t dwarf_lines; /* addresses whose lookup is kept, in all files */
+	uint64_t dwarf_learned; /* of them, handed back by snapshot jobs (symbolizer_learn) */
+	uint64_t dwarf_learn_dropped; /* lookups a job could not write down, or the daemon could not read */
 	uint64_t dwarf_bytes; /* what the DWARF files open in this process's lookups hold, about */
 	uint64_t
 		dwarf_preopened_bytes; /* what the DWARF files opened as they were read hold (jobs inherit them) */
@@ -199,6 +203,18 @@ struct symbolizer_info {
 	uint64_t over_budget; /* files and perf maps read but not kept: bytes would pass budget */
 };
 void symbolizer_info(const struct symbolizer *s, struct symbolizer_info *ret);
+
+/*
+ * A process forked from the one that made s (a snapshot job) looks up source lines in DWARF
+ * that its parent has not; what it found, written down, is handed over in *ret (malloc'ed;
+ * NULL and 0 when nothing) for the parent's symbolizer_learn(), so that the next job need
+ * not open that DWARF for those addresses again. In the process that made s: nothing (its
+ * lookups are kept as they are made).
+ */
+void symbolizer_learned(struct symbolizer *s, uint8_t **ret, size_t *ret_len);
+/* The bytes of a job's symbolizer_learned() kept: 0, or -EBADMSG (what came before the
+ * bad part is kept), -ENOMEM. Counted in symbolizer_info's dwarf_learned, dwarf_learn_dropped. */
+int symbolizer_learn(struct symbolizer *s, const uint8_t *data, size_t len);
 
 /*
  * info's unwinding counters as the snapshot and status carry them; drops and ptrs (each of

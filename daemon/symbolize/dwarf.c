@@ -763,15 +763,24 @@ int dwarf_lookup(struct file_cache *c, struct name_table *names, struct elf_file
 		 struct sym_result *ret)
 {
 	struct dwarf_open *o = &c->dwarf;
-	pid_t pid = getpid();
+	const struct line_entry *e;
+	struct sym_result found = {};
+	pid_t pid;
 	uint64_t t0;
 	int r;
 
 	if (f->dwarf_fd < 0)
 		return 0;
+	/* looked up before: by this process, or by a job that handed it back (lines.c) */
+	e = lines_find(f, vaddr);
+	if (e) {
+		o->cached++;
+		return lines_apply(e, ret);
+	}
 	if (f->dwarf_err)
 		return f->dwarf_err;
 	/* the budget is per process: each snapshot job is a fork that starts afresh */
+	pid = getpid();
 	if (o->pid != pid) {
 		o->pid = pid;
 		o->spent_ns = 0;
@@ -794,8 +803,13 @@ int dwarf_lookup(struct file_cache *c, struct name_table *names, struct elf_file
 		handle_unlink(o, f->dwarf);
 		handle_push(o, f->dwarf);
 	}
-	r = lookup(f->dwarf, names, vaddr, ret);
+	/* what DWARF says alone (found.function: the function it names), then into ret */
+	r = lookup(f->dwarf, names, vaddr, &found);
 	o->lookups++;
+	if (o->owner && pid != o->owner)
+		learned_add(o, f, vaddr, r > 0, &found); /* for the daemon; this fork's copy goes with it */
+	(void)lines_put(f, vaddr, r > 0, &found); /* without room it is looked up again, no more */
+	lines_merge(&found, ret);
 out:
 	o->spent_ns += cpu_now_ns() - t0;
 	return r;

@@ -84,7 +84,7 @@ int elf_open(int fd, const struct stat *st, Elf **ret)
 size_t elf_file_bytes(const struct elf_file *f)
 {
 	return sizeof(*f) + f->n_syms * (sizeof(*f->syms) + sizeof(*f->max_end)) + f->names_len +
-	       f->n_segs * sizeof(*f->segs) + cfi_bytes(f->cfi) + dwarf_file_preopened_bytes(f);
+	       f->n_segs * sizeof(*f->segs) + cfi_bytes(f->cfi) + dwarf_file_preopened_bytes(f) + lines_bytes(f);
 }
 
 const struct elf_sym *elf_file_find(const struct elf_file *f, uint64_t vaddr)

@@ -132,6 +132,7 @@ void elf_file_unref(struct file_cache *c, struct elf_file *f)
 	/* opened as it was read (in no list yet), or by lookups (in c's: only a cached file is resolved) */
 	dwarf_close(c ? &c->dwarf : NULL, f);
 	dwarf_drop_fd(f->dwarf_fd);
+	lines_free(f);
 	for (size_t i = 0; i < DEBUG_PACKAGES; i++)
 		free(f->debug_package[i]);
 	for (size_t i = 0; i < f->n_keys; i++)
@@ -163,6 +164,7 @@ void file_cache_done(struct file_cache *c)
 {
 	known_files_unref(c->known);
 	free(c->buckets);
+	free(c->dwarf.learned);
 	*c = (struct file_cache){};
 }
 

@@ -10,6 +10,7 @@
  *   debuginfo.c  separate debug files: by build-id, by .gnu_debuglink
  *   minidebug.c  MiniDebugInfo: the xz-compressed symbol table in .gnu_debugdata
  *   dwarf.c      source file and line, and inlined frames, from DWARF (elfutils' libdw)
+ *   lines.c      what DWARF lookups found, kept per file; a job's handed back to the daemon
  *   demangle.c   C++ and Rust names demangled (libiberty), bounded
  *   cfi.c        a file's .eh_frame, copied into memory for the unwinder
  *   unwind.c     user stacks unwound from CFI over a copy of the stack
@@ -176,6 +177,8 @@ struct load_seg {
 
 struct file_key;
 struct dwarf_handle;
+struct line_cache;
+struct line_entry;
 struct cfi;
 
 #define DEBUG_PACKAGES 2
@@ -198,6 +201,7 @@ struct elf_file {
 	int dwarf_fd; /* the file with its DWARF (itself, or its debug file); -1: none */
 	struct dwarf_handle *dwarf; /* that DWARF, open in this process (dwarf.c); NULL: not yet */
 	int dwarf_err; /* < 0: it could not be read in this process; not tried again */
+	struct line_cache *lines; /* what lookups of its DWARF found (lines.c) */
 	char *debug_package[DEBUG_PACKAGES]; /* Debian packages that would give it symbols, or NULL */
 	struct cfi *cfi; /* its .eh_frame for the unwinder; NULL: none */
 	int cfi_err; /* < 0: it has an .eh_frame that could not be read */
@@ -280,6 +284,11 @@ struct dwarf_open {
 	pid_t pid; /* the process spent_ns is of */
 	uint64_t spent_ns;
 	uint64_t opened, failed, evicted, lookups, over_budget;
+	uint64_t cached; /* lookups answered by a file's line cache */
+	pid_t owner; /* the process whose lookups are kept at once; others (jobs) write them down */
+	uint8_t *learned; /* written down, for symbolizer_learned() (lines.c) */
+	size_t learned_len, learned_cap;
+	uint64_t learn_dropped; /* not written down (LEARNED_BYTES_MAX, no memory, no key) */
 };
 
 struct file_cache {
@@ -337,6 +346,26 @@ uint64_t dwarf_preopen_failed(void);
  */
 int dwarf_lookup(struct file_cache *c, struct name_table *names, struct elf_file *f, uint64_t vaddr,
 		 struct sym_result *ret);
+
+/* lines.c */
+/* What a lookup of vaddr in f's DWARF found, kept; NULL: not looked up (or not kept). */
+const struct line_entry *lines_find(const struct elf_file *f, uint64_t vaddr);
+/* e into ret, as dwarf_lookup() would have put it; what it returned. */
+int lines_apply(const struct line_entry *e, struct sym_result *ret);
+/* What a lookup found (its function: the one DWARF names) into ret, which may name one already. */
+void lines_merge(const struct sym_result *found, struct sym_result *ret);
+/* A lookup's result (found: it said 1) kept; res's names live as long as f. 1: kept, 0: not
+ * (held already, or f holds LINES_MAX), -ENOMEM. */
+int lines_put(struct elf_file *f, uint64_t vaddr, bool found, const struct sym_result *res);
+void lines_free(struct elf_file *f);
+size_t lines_bytes(const struct elf_file *f);
+size_t lines_count(const struct elf_file *f);
+/* In a job: the lookup written down in o->learned for the daemon (counted in learn_dropped where not). */
+void learned_add(struct dwarf_open *o, const struct elf_file *f, uint64_t vaddr, bool found,
+		 const struct sym_result *res);
+/* A job's o->learned kept in c's files (names in names): how many were new in *ret_kept;
+ * -EBADMSG past the first malformed record, -ENOMEM. */
+int lines_learn(struct file_cache *c, struct name_table *names, const uint8_t *p, size_t n, size_t *ret_kept);
 
 /* cfi.c */
 /* e's .eh_frame (and .eh_frame_hdr) copied and opened: -ENOENT none, -EFBIG over CFI_BYTES_MAX,
@@ -472,6 +501,7 @@ struct symbolizer {
 	uint64_t unwind_offcpu, unwind_offcpu_fp; /* symbolizer_count_offcpu */
 	uint64_t unwind_copies, unwind_copy_bytes; /* symbolizer_count_copy */
 	uint64_t budget, over_budget; /* symbolizer_set_budget */
+	uint64_t learned, learn_rejected; /* symbolizer_learn: entries kept, messages refused */
 };
 
 /* The heap held by symbol tables, mappings and perf maps (symbolizer_info's bytes). */

@@ -75,6 +75,7 @@ struct symbolizer *symbolizer_new(void)
 	if (!s)
 		return NULL;
 	s->owner = getpid();
+	s->cache.dwarf.owner = s->owner;
 	s->debug_dir = strdup("/usr/lib/debug");
 	if (!s->debug_dir || kernel_init(&s->kernel) < 0) {
 		symbolizer_free(s);
@@ -288,6 +289,28 @@ bool symbolizer_over_budget(struct symbolizer *s, uint64_t size)
 	return true;
 }
 
+void symbolizer_learned(struct symbolizer *s, uint8_t **ret, size_t *ret_len)
+{
+	struct dwarf_open *o = &s->cache.dwarf;
+
+	*ret = o->learned;
+	*ret_len = o->learned_len;
+	o->learned = NULL;
+	o->learned_len = o->learned_cap = 0;
+}
+
+int symbolizer_learn(struct symbolizer *s, const uint8_t *data, size_t len)
+{
+	size_t kept = 0;
+	int r;
+
+	r = lines_learn(&s->cache, &s->names, data, len, &kept);
+	s->learned += kept;
+	if (r < 0)
+		s->learn_rejected++;
+	return r;
+}
+
 void symbolizer_set_budget(struct symbolizer *s, uint64_t bytes)
 {
 	s->budget = bytes;
@@ -316,6 +339,9 @@ void symbolizer_info(const struct symbolizer *s, struct symbolizer_info *ret)
 		.dwarf_evicted = s->cache.dwarf.evicted,
 		.dwarf_lookups = s->cache.dwarf.lookups,
 		.dwarf_over_budget = s->cache.dwarf.over_budget,
+		.dwarf_cached = s->cache.dwarf.cached,
+		.dwarf_learned = s->learned,
+		.dwarf_learn_dropped = s->cache.dwarf.learn_dropped + s->learn_rejected,
 		.dwarf_bytes = s->cache.dwarf.bytes,
 		.dwarf_preopened_bytes = dwarf_preopened_bytes(),
 		.names_bytes = name_table_bytes(&s->demangled) + name_table_bytes(&s->names),
@@ -333,6 +359,7 @@ void symbolizer_info(const struct symbolizer *s, struct symbolizer_info *ret)
 				const struct elf_file *f = k->file;
 
 				info.cfi_files += !!f->cfi;
+				info.dwarf_lines += lines_count(f);
 				info.cfi_failed += f->cfi_err < 0;
 				info.cfi_bytes += cfi_bytes(f->cfi);
 			}

@@ -20,6 +20,12 @@
  *   lines      inlchild's probe address: inl_outer at the line it calls inl_mid, with
  *              inl_leaf then inl_mid inlined there, each at its line; the same from a
  *              stripped copy through its build-id debug file, and after the child is dead;
+ *   lines-learned  what a snapshot job (a fork) looks up in DWARF, handed back with
+ *              symbolizer_learned() and kept by the parent's symbolizer_learn(), answers
+ *              the next fork's lookups with the same chain while that DWARF can no longer
+ *              be read (no lookup, all cached); the parent's own lookups are kept at once;
+ *              truncated or garbage bytes are refused (-EBADMSG) and keep nothing wrong,
+ *              records for a file the parent does not know are skipped;
  *   dwarf-bad  copies of inlchild with garbage in .debug_info, with a compressed .debug_info
  *              that claims 1 TiB, and with its DWARF cut short: the symbols still resolve,
  *              nothing crashes, the failures are counted;
@@ -475,10 +481,161 @@ static int test_lines(void)
 		CHECK_EQ_U64(info.dwarf_opened, 0);
 		CHECK(info.dwarf_preopened_bytes > 0);
 		CHECK_EQ_U64(info.dwarf_failed, 0);
-		CHECK_EQ_U64(info.dwarf_lookups, 4);
+		/* the second time round from what the first lookups found */
+		CHECK_EQ_U64(info.dwarf_lookups, 2);
+		CHECK_EQ_U64(info.dwarf_cached, 2);
+		CHECK_EQ_U64(info.dwarf_lines, 2);
 		CHECK(info.dwarf_files >= 1);
 		symbolizer_free(s);
 	}
+	return check_summary();
+}
+
+/* ---- lines-learned ---- */
+
+/* In a fork, as a snapshot job: inlchild's two addresses resolved (expect_inline_chain),
+ * the lookups counted; its symbolizer_learned() bytes into *ret (malloc'ed). The child's
+ * exit status is its checks'. */
+static int learned_job(struct symbolizer *s, const struct child *c, uint64_t want_lookups, uint64_t want_cached,
+		       uint8_t **ret, size_t *ret_len)
+{
+	int fds[2], status = 0;
+	uint8_t *buf = NULL;
+	size_t len = 0, cap = 0;
+	pid_t pid;
+
+	*ret = NULL;
+	*ret_len = 0;
+	if (pipe(fds) < 0)
+		return -errno;
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		struct symbolizer_info info;
+		uint8_t *b;
+		size_t n;
+
+		close(fds[0]);
+		expect_inline_chain(s, c, "/inlchild.c");
+		symbolizer_info(s, &info);
+		CHECK_EQ_U64(info.dwarf_lookups, want_lookups);
+		CHECK_EQ_U64(info.dwarf_cached, want_cached);
+		symbolizer_learned(s, &b, &n);
+		CHECK(want_lookups ? n > 0 : n == 0);
+		if (n && write(fds[1], b, n) != (ssize_t)n)
+			_exit(1);
+		/* taken: a second call hands over nothing */
+		free(b);
+		symbolizer_learned(s, &b, &n);
+		CHECK(!b && n == 0);
+		fflush(NULL);
+		_exit(check_summary());
+	}
+	close(fds[1]);
+	for (;;) {
+		ssize_t n;
+
+		if (len == cap) {
+			uint8_t *p = realloc(buf, cap = cap ? 2 * cap : 4096);
+
+			if (!p)
+				break;
+			buf = p;
+		}
+		n = read(fds[0], buf + len, cap - len);
+		if (n <= 0)
+			break;
+		len += n;
+	}
+	close(fds[0]);
+	waitpid(pid, &status, 0);
+	CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the job's checks failed (status %#x)", status);
+	*ret = buf;
+	*ret_len = len;
+	return 0;
+}
+
+static int test_lines_learned(void)
+{
+	_cleanup_free_ uint8_t *learned = NULL, *again = NULL;
+	struct symbolizer *s = new_symbolizer(NULL), *other;
+	char *argv[2] = { (char *)inl_exe, NULL };
+	struct symbolizer_info info;
+	size_t len, again_len;
+	struct child c;
+
+	if (child_start(argv, &c) < 0)
+		return 1;
+	CHECK_EQ_INT(symbolizer_refresh_process(s, c.pid), 0);
+
+	/* a job looks its two addresses up; the daemon keeps what it found */
+	CHECK_EQ_INT(learned_job(s, &c, 2, 0, &learned, &len), 0);
+	symbolizer_info(s, &info);
+	CHECK_EQ_U64(info.dwarf_lookups, 0); /* the job's, not this process's */
+	CHECK_EQ_U64(info.dwarf_lines, 0);
+	CHECK_EQ_INT(symbolizer_learn(s, learned, len), 0);
+	symbolizer_info(s, &info);
+	CHECK_EQ_U64(info.dwarf_learned, 2);
+	CHECK_EQ_U64(info.dwarf_lines, 2);
+	/* the same again: nothing new */
+	CHECK_EQ_INT(symbolizer_learn(s, learned, len), 0);
+	symbolizer_info(s, &info);
+	CHECK_EQ_U64(info.dwarf_learned, 2);
+
+	/* the DWARF unreadable from here on: the next job gets the same chain from what was kept */
+	for (size_t i = 0; i < s->cache.n_buckets; i++)
+		for (struct file_key *k = s->cache.buckets[i]; k; k = k->next) {
+			dwarf_close(&s->cache.dwarf, k->file);
+			k->file->dwarf_err = -EIO;
+		}
+	CHECK_EQ_INT(learned_job(s, &c, 0, 2, &again, &again_len), 0);
+	CHECK_EQ_U64(again_len, 0);
+
+	/* in the process that made the symbolizer, a lookup is kept as it is made */
+	other = new_symbolizer(NULL);
+	CHECK_EQ_INT(symbolizer_refresh_process(other, c.pid), 0);
+	expect_inline_chain(other, &c, "/inlchild.c");
+	expect_inline_chain(other, &c, "/inlchild.c");
+	symbolizer_info(other, &info);
+	CHECK_EQ_U64(info.dwarf_lookups, 2);
+	CHECK_EQ_U64(info.dwarf_cached, 2);
+	CHECK_EQ_U64(info.dwarf_lines, 2);
+	symbolizer_learned(other, &again, &again_len); /* nothing written down here */
+	CHECK(!again && again_len == 0);
+
+	/* a symbolizer that knows none of the files: every record skipped */
+	{
+		struct symbolizer *none = new_symbolizer(NULL);
+
+		CHECK_EQ_INT(symbolizer_learn(none, learned, len), 0);
+		symbolizer_info(none, &info);
+		CHECK_EQ_U64(info.dwarf_learned, 0);
+		CHECK_EQ_U64(info.dwarf_lines, 0);
+		symbolizer_free(none);
+	}
+	/* cut anywhere inside a record, or garbage: refused, and nothing kept past the cut */
+	if (len > 0) {
+		struct symbolizer *fresh = new_symbolizer(NULL);
+		uint64_t rejected = 0;
+
+		CHECK_EQ_INT(symbolizer_refresh_process(fresh, c.pid), 0);
+		for (size_t cut = 1; cut < len; cut++) {
+			int r = symbolizer_learn(fresh, learned, cut);
+
+			CHECK(r == 0 || r == -EBADMSG);
+			rejected += r == -EBADMSG;
+		}
+		CHECK(rejected > 0);
+		symbolizer_info(fresh, &info);
+		CHECK(info.dwarf_lines <= 1); /* the first record, where a cut left it whole */
+		CHECK_EQ_U64(info.dwarf_learn_dropped, rejected);
+		memset(learned, 0xff, len);
+		CHECK_EQ_INT(symbolizer_learn(fresh, learned, len), -EBADMSG);
+		symbolizer_free(fresh);
+	}
+	child_stop(&c);
+	symbolizer_free(other);
+	symbolizer_free(s);
 	return check_summary();
 }
 
@@ -920,6 +1077,8 @@ int main(int argc, char **argv)
 		r = test_minidebug();
 	else if (!strcmp(argv[1], "lines"))
 		r = test_lines();
+	else if (!strcmp(argv[1], "lines-learned"))
+		r = test_lines_learned();
 	else if (!strcmp(argv[1], "dwarf-bad"))
 		r = test_dwarf_bad();
 	else if (!strcmp(argv[1], "python"))
