@@ -362,6 +362,8 @@ static void print_status_json(const Hostprof__Status *st)
 	}
 	jsonw_uint_field(j, "symbolizer_bytes", st->symbolizer_bytes);
 	jsonw_uint_field(j, "dwarf_bytes", st->dwarf_bytes);
+	jsonw_uint_field(j, "dwarf_lines", st->dwarf_lines);
+	jsonw_uint_field(j, "dwarf_lines_dropped", st->dwarf_lines_dropped);
 	jsonw_uint_field(j, "symbolizer_limit", st->symbolizer_limit);
 	jsonw_uint_field(j, "made_room", st->made_room);
 	if (st->quota) {
@@ -474,6 +476,10 @@ static void print_status_text(const Hostprof__Status *st)
 	       human_bytes(st->symbolizer_limit, b, sizeof(b)));
 	if (st->dwarf_bytes)
 		printf(" (DWARF %s)", human_bytes(st->dwarf_bytes, a, sizeof(a)));
+	if (st->dwarf_lines || st->dwarf_lines_dropped)
+		printf(", lines of %" PRIu64 " addresses kept from snapshot jobs' DWARF lookups", st->dwarf_lines);
+	if (st->dwarf_lines_dropped)
+		printf(" (%" PRIu64 " not kept)", st->dwarf_lines_dropped);
 	if (st->reads_over_budget)
 		printf(", %" PRIu64 " files not kept (over the budget)", st->reads_over_budget);
 	putchar('\n');

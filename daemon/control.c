@@ -391,8 +391,10 @@ static void handle_status(struct client *cl, const Hostprof__Request *req, struc
 	st.unwind = &unwind;
 	st.has_symbolizer_bytes = st.has_symbolizer_limit = st.has_reads_over_budget = st.has_made_room = true;
 	st.symbolizer_bytes = reads.symbolizer_bytes;
-	st.has_dwarf_bytes = true;
+	st.has_dwarf_bytes = st.has_dwarf_lines = st.has_dwarf_lines_dropped = true;
 	st.dwarf_bytes = reads.dwarf_bytes;
+	st.dwarf_lines = reads.dwarf_lines;
+	st.dwarf_lines_dropped = reads.dwarf_lines_dropped;
 	st.symbolizer_limit = reads.symbolizer_limit;
 	st.reads_over_budget = reads.over_budget;
 	st.made_room = reads.made_room;

@@ -574,6 +574,8 @@ void watch_reads(const struct watch *w, struct watch_reads *ret)
 		.made_room = w->made_room,
 		.symbolizer_bytes = si.bytes,
 		.dwarf_bytes = si.dwarf_preopened_bytes,
+		.dwarf_lines = si.dwarf_lines,
+		.dwarf_lines_dropped = si.dwarf_learn_dropped,
 		.symbolizer_limit = si.budget,
 		.over_budget = si.over_budget,
 		.done = si.refreshes,

@@ -61,6 +61,7 @@ struct watch_reads {
 	uint64_t done, abandoned, deferred;
 	uint64_t made_room; /* users' processes unwatched to make room for one root asked for */
 	uint64_t symbolizer_bytes, symbolizer_limit, over_budget, dwarf_bytes; /* symbolizer_info */
+	uint64_t dwarf_lines, dwarf_lines_dropped; /* symbolizer_info's dwarf_lines, dwarf_learn_dropped */
 };
 void watch_reads(const struct watch *w, struct watch_reads *ret);
 

@@ -35,6 +35,16 @@ grep -q "name: \"acl_thread\"" <<<"$trace" && ok "process tree names acl_thread"
 grep -q "release: \"$(uname -r)\"" <<<"$trace" && ok "system info carries the kernel release" || fail "no kernel release"
 grep -q "primary_trace_clock: BUILTIN_CLOCK_BOOTTIME" <<<"$trace" && ok "BOOTTIME clock" || fail "no BOOTTIME clock snapshot"
 
+# the lines the snapshot jobs looked up in DWARF (the stall workload is built with -g) came
+# back to the daemon, kept for the jobs after them, none lost
+expect_rc 0 "status --json after the snapshots" -- ctl status --json
+dlines=$(jq .dwarf_lines <<<"$out")
+[ "$dlines" -gt 0 ] && ok "the daemon keeps what the jobs looked up in DWARF ($dlines addresses)" \
+	|| fail "status .dwarf_lines: $dlines"
+[ "$(jq .dwarf_lines_dropped <<<"$out")" = 0 ] && ok "none of it dropped" || fail "status .dwarf_lines_dropped: $(jq .dwarf_lines_dropped <<<"$out")"
+expect_rc 0 "status" -- ctl status
+expect_match "lines of $dlines addresses kept from snapshot jobs' DWARF lookups" "status says so"
+
 expect_rc 0 "snapshot --format all -o PREFIX" -- ctl snapshot --pid "$trainer" --format all -o "$tmp/all"
 [ -s "$tmp/all.pftrace" ] && [ -s "$tmp/all.hps" ] && ok "all formats written" || fail "missing $tmp/all.*"
 [ "$(head -c 8 "$tmp/all.hps")" = HPSNAP01 ] && ok ".hps starts with its magic" || fail ".hps magic"
