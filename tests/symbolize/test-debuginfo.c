@@ -550,6 +550,10 @@ static int learned_job(struct symbolizer *s, const struct child *c, uint64_t wan
 	close(fds[0]);
 	waitpid(pid, &status, 0);
 	CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the job's checks failed (status %#x)", status);
+	if (!len) {
+		free(buf);
+		buf = NULL;
+	}
 	*ret = buf;
 	*ret_len = len;
 	return 0;
