@@ -82,7 +82,7 @@ cflags+=" -I$top/lib -I$top/bpf -I$top/daemon -I$B/proto$have"
 libs="-lprotobuf-c -lz -lm -linih -lsystemd"
 # fuzz-minidebug, fuzz-dwarf and fuzz-cfi: the symbolizer's ELF, MiniDebugInfo, DWARF and CFI readers, with
 # caps small enough for libFuzzer's malloc and RSS limits
-sym_src="elf.c debuginfo.c minidebug.c dwarf.c demangle.c strbuf.c filecache.c procfile.c cfi.c unwind.c"
+sym_src="elf.c debuginfo.c minidebug.c dwarf.c lines.c demangle.c strbuf.c filecache.c procfile.c cfi.c unwind.c"
 sym_caps="-DCFI_BYTES_MAX=8388608u -DMINIDEBUG_BYTES_MAX=8388608u -DDWARF_FILE_BYTES_MAX=67108864ull -DDWARF_HELD_BYTES_MAX=134217728ull"
 sym_libs="-ldw -lelf -llzma -liberty -lz"
 
@@ -140,7 +140,7 @@ NINJA
 		echo "  extra = -fsanitize=fuzzer-no-link $sym_caps"
 		sym_objs+=" obj/sym_$f.o"
 	done
-	for t in minidebug dwarf cfi; do
+	for t in minidebug dwarf cfi learn; do
 		echo "build obj/fuzz-$t.o: cc \$top/tests/fuzz/fuzz-$t.c $gen"
 		echo "  extra = -fsanitize=fuzzer-no-link $sym_caps"
 		echo "build fuzz-$t: link obj/fuzz-$t.o$sym_objs"

@@ -5,7 +5,7 @@
 #
 # Builds the fuzz targets (tests/fuzz/build.sh, into BUILDDIR, default build-fuzz/) and
 # runs TARGET (fuzz-request, fuzz-hps, fuzz-config, fuzz-perfmap,
-# fuzz-minidebug, fuzz-dwarf, fuzz-cfi) for SECONDS over its seed
+# fuzz-minidebug, fuzz-dwarf, fuzz-cfi, fuzz-learn) for SECONDS over its seed
 # corpus tests/fuzz/corpus/TARGET/. New inputs go to BUILDDIR/corpus/TARGET/ (the seeds
 # stay as they are), crashes to BUILDDIR/crashes/TARGET/, the log to BUILDDIR/TARGET.log.
 #
