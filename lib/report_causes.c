@@ -1304,18 +1304,74 @@ static bool bound_to(const struct model *m, const struct wthread *w, uint32_t cp
 	return false;
 }
 
+/* Running time of w on cpu, in [a, b) (as emit_run() counts it). */
+static void run_time(struct causes *cs, struct wthread *w, uint64_t a, uint64_t b, uint32_t cpu)
+{
+	struct walk *x = walk_of(cs, w);
+
+	for (size_t k = 0; k < w->n_cpus; k++) {
+		if (w->cpus[k] == cpu) {
+			if (b > a)
+				x->cpu_run[k] += b - a;
+			return;
+		}
+	}
+}
+
+/*
+ * The first walk, for find_homes(): the threads' states through the switches as
+ * walk_switches() takes them (switch_out(), switch_in(), walk_end()), and their running
+ * time by CPU, which is all that walk's emit_run() counts and all find_homes() reads of
+ * it; nothing emitted (what the full walk emitted then was thrown away: half the model's
+ * time on a busy window).
+ */
+static void walk_runs(struct causes *cs)
+{
+	struct model *m = cs->m;
+	const Hostprof__SchedSwitchTable *sw = m->snap->switches;
+	uint64_t end = MAX(m->snap->end_ns, m->snap->start_ns);
+	size_t n = sw ? sw->n_ts_delta : 0;
+
+	for (size_t i = 0; i < n; i++) {
+		uint64_t ts = m->sw_ts[i];
+		struct wthread *w = model_thread(m, sw->prev_pid[i], sw->prev_tid[i]);
+		struct walk *x;
+
+		if (w) {
+			uint32_t state = sw->prev_state[i];
+
+			x = walk_of(cs, w);
+			if (x->st == W_UNKNOWN)
+				run_time(cs, w, x->born > ts ? m->snap->start_ns : x->born, ts, sw->cpu[i]);
+			else if (x->st == W_RUN)
+				run_time(cs, w, x->since, ts, x->cpu);
+			x->since = ts;
+			x->cpu = sw->cpu[i];
+			x->row = i;
+			x->st = HPS_STATE_RUNNABLE(state) ? W_PREEMPT : (state & STATE_DEAD) ? W_DEAD : W_BLOCK;
+		}
+		w = model_thread(m, sw->next_pid[i], sw->next_tid[i]);
+		if (w) {
+			x = walk_of(cs, w);
+			x->st = W_RUN;
+			x->since = ts;
+			x->cpu = sw->cpu[i];
+		}
+	}
+	for (size_t k = 0; k < m->n; k++)
+		if (cs->wk[k].st == W_RUN)
+			run_time(cs, &m->t[k], cs->wk[k].since, end, cs->wk[k].cpu);
+}
+
 /* The CPU each thread lives on, from a first walk: see the top of this file. */
 static int find_homes(struct causes *cs)
 {
 	struct model *m = cs->m;
 	const Hostprof__MigrationTable *mg = m->snap->migrations;
-	int r;
 
 	for (size_t k = 0; k < m->n; k++)
 		m->t[k].acc.home_cpu = -1;
-	r = walk_switches(cs);
-	if (r < 0)
-		return r;
+	walk_runs(cs);
 	for (size_t k = 0; k < m->n; k++) {
 		struct wthread *w = &m->t[k];
 		struct walk *x = &cs->wk[k];
