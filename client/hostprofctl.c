@@ -477,7 +477,7 @@ static void print_status_text(const Hostprof__Status *st)
 	if (st->dwarf_bytes)
 		printf(" (DWARF %s)", human_bytes(st->dwarf_bytes, a, sizeof(a)));
 	if (st->dwarf_lines || st->dwarf_lines_dropped)
-		printf(", lines of %" PRIu64 " addresses kept from snapshot jobs' DWARF lookups", st->dwarf_lines);
+		printf(", lines of %" PRIu64 " address ranges kept from snapshot jobs' DWARF lookups", st->dwarf_lines);
 	if (st->dwarf_lines_dropped)
 		printf(" (%" PRIu64 " not kept)", st->dwarf_lines_dropped);
 	if (st->reads_over_budget)

@@ -182,7 +182,7 @@ struct symbolizer_info {
 		dwarf_evicted; /* opened for lookups, unreadable (here and when read), closed for room */
 	uint64_t dwarf_lookups, dwarf_over_budget;
 	uint64_t dwarf_cached; /* lookups answered by what lookups before found (no DWARF opened for them) */
-	uint64_t dwarf_lines; /* addresses whose lookup is kept, in all files */
+	uint64_t dwarf_lines; /* addresses, and address ranges, whose lookup is kept, in all files */
 	uint64_t dwarf_learned; /* of them, handed back by snapshot jobs (symbolizer_learn) */
 	uint64_t dwarf_learn_dropped; /* lookups a job could not write down, or the daemon could not read */
 	uint64_t dwarf_bytes; /* what the DWARF files open in this process's lookups hold, about */

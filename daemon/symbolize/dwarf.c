@@ -537,8 +537,40 @@ out:
 	return r;
 }
 
-/* The function whose ranges hold pc, and its CU. */
-static bool find_function(struct dwarf_handle *h, uint64_t pc, Dwarf_Die *ret_fn, Dwarf_Die *ret_cu)
+/* The addresses around pc that are sure to look up as pc does: [*lo, *hi) narrowed to
+ * what [a, b) (a range that holds pc, or one that does not) leaves of it. */
+static void clip(uint64_t pc, uint64_t a, uint64_t b, uint64_t *lo, uint64_t *hi)
+{
+	if (a <= pc && pc < b) {
+		*lo = MAX(*lo, a);
+		*hi = MIN(*hi, b);
+	} else if (b <= pc) {
+		*lo = MAX(*lo, b);
+	} else if (a > pc) {
+		*hi = MIN(*hi, a);
+	}
+}
+
+/* Every range of die clipped against (clip()); false: one holds pc, but none was found. */
+static bool clip_ranges(Dwarf_Die *die, uint64_t pc, bool holds, uint64_t *lo, uint64_t *hi)
+{
+	Dwarf_Addr base, start, end;
+	ptrdiff_t off = 0;
+	bool found = false;
+
+	for (unsigned n = 0; n < 4096 && (off = dwarf_ranges(die, off, &base, &start, &end)) > 0; n++) {
+		if (end <= start)
+			continue;
+		found |= start <= pc && pc < end;
+		clip(pc, start, end, lo, hi);
+	}
+	return found || !holds;
+}
+
+/* The function whose ranges hold pc, and its CU; [*lo, *hi) narrowed to the addresses that
+ * find the same one. */
+static bool find_function(struct dwarf_handle *h, uint64_t pc, Dwarf_Die *ret_fn, Dwarf_Die *ret_cu,
+			  uint64_t *ret_lo, uint64_t *ret_hi)
 {
 	size_t lo = 0, hi;
 
@@ -553,10 +585,15 @@ static bool find_function(struct dwarf_handle *h, uint64_t pc, Dwarf_Die *ret_fn
 		else
 			hi = mid;
 	}
-	for (size_t i = lo, steps = 0; i > 0 && steps < SYM_SCAN_MAX; i--, steps++)
-		if (pc < h->fns[i - 1].hi)
-			return dwarf_offdie(h->dbg, h->fns[i - 1].off, ret_fn) &&
-			       dwarf_diecu(ret_fn, ret_cu, NULL, NULL);
+	if (lo < h->n_fns)
+		*ret_hi = MIN(*ret_hi, h->fns[lo].lo); /* the next function to start */
+	for (size_t i = lo, steps = 0; i > 0 && steps < SYM_SCAN_MAX; i--, steps++) {
+		const struct cu_range *f = &h->fns[i - 1];
+
+		clip(pc, f->lo, f->hi, ret_lo, ret_hi); /* the ones passed over end at or before pc */
+		if (pc < f->hi)
+			return dwarf_offdie(h->dbg, f->off, ret_fn) && dwarf_diecu(ret_fn, ret_cu, NULL, NULL);
+	}
 	return false;
 }
 
@@ -664,8 +701,14 @@ static bool is_container(int tag)
 	return tag == DW_TAG_namespace || tag == DW_TAG_module;
 }
 
-/* The scopes under parent (a CU or a function) that hold pc, outermost first, into chain[0..max). */
-static int scope_chain(Dwarf_Die *parent, uint64_t pc, Dwarf_Die *chain, int max)
+/*
+ * The scopes under parent (a CU or a function) that hold pc, outermost first, into
+ * chain[0..max); [*lo, *hi) narrowed to the addresses with the same chain (every scope
+ * looked at clips it: the ones that hold pc to their range that does, the others by theirs).
+ * *exact: the range could not be told, pc alone has this chain.
+ */
+static int scope_chain(Dwarf_Die *parent, uint64_t pc, Dwarf_Die *chain, int max, uint64_t *lo, uint64_t *hi,
+		       bool *exact)
 {
 	Dwarf_Die stack[SCOPE_DEPTH_MAX], die, next;
 	int depth = 0, n = 0;
@@ -677,13 +720,20 @@ static int scope_chain(Dwarf_Die *parent, uint64_t pc, Dwarf_Die *chain, int max
 
 		if (is_code_scope(tag) && dwarf_haspc(&die, pc) == 1) {
 			chain[n++] = die;
+			if (!clip_ranges(&die, pc, true, lo, hi))
+				*exact = true;
 			/* pc is in here: what is beside it no longer matters */
-			if (n == max || dwarf_child(&die, &next) != 0)
+			if (n == max || dwarf_child(&die, &next) != 0) {
+				if (n == max)
+					*exact = true; /* deeper scopes were not looked at */
 				return n;
+			}
 			die = next;
 			depth = 0;
 			continue;
 		}
+		if (is_code_scope(tag))
+			(void)clip_ranges(&die, pc, false, lo, hi);
 		if (is_container(tag) && depth < SCOPE_DEPTH_MAX && dwarf_child(&die, &next) == 0) {
 			stack[depth++] = die;
 			die = next;
@@ -696,32 +746,90 @@ static int scope_chain(Dwarf_Die *parent, uint64_t pc, Dwarf_Die *chain, int max
 		}
 		die = next;
 	}
+	*exact = true; /* not every scope was looked at */
 	return n;
 }
 
-static int lookup(struct dwarf_handle *h, struct name_table *names, uint64_t pc, struct sym_result *ret)
+/* The address of the first row of cu's line table past pc (UINT64_MAX: none). */
+static uint64_t next_row(Dwarf_Die *cu, uint64_t pc)
+{
+	Dwarf_Lines *lines;
+	size_t n, lo = 0, hi;
+
+	if (dwarf_getsrclines(cu, &lines, &n) != 0)
+		return 0; /* not known: pc alone */
+	hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		Dwarf_Line *l = dwarf_onesrcline(lines, mid);
+		Dwarf_Addr a;
+
+		if (!l || dwarf_lineaddr(l, &a) != 0)
+			return 0;
+		if (a <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < n) {
+		Dwarf_Line *l = dwarf_onesrcline(lines, lo);
+		Dwarf_Addr a;
+
+		return l && dwarf_lineaddr(l, &a) == 0 ? a : 0;
+	}
+	return UINT64_MAX;
+}
+
+/*
+ * What DWARF says of pc into ret; [*ret_lo, *ret_hi): the addresses around it that are
+ * sure to get the same (its line table row, within the same function and inlined scopes,
+ * clipped by every other function and scope that was looked at), so that what a job found
+ * also answers the other addresses of that row (a profile's samples land all over them).
+ * Where that cannot be told: [pc, pc + 1).
+ */
+static int lookup(struct dwarf_handle *h, struct name_table *names, uint64_t pc, struct sym_result *ret,
+		  uint64_t *ret_lo, uint64_t *ret_hi)
 {
 	Dwarf_Die chain[SCOPE_DEPTH_MAX];
 	Dwarf_Files *files = NULL;
 	const char *file = NULL, *comp_dir;
+	uint64_t lo = 0, hi = UINT64_MAX;
+	bool exact = false;
 	Dwarf_Attribute a;
 	size_t n_files = 0;
 	int line = 0, n;
 	Dwarf_Line *l;
 	Dwarf_Die cu;
 
+	*ret_lo = pc;
+	*ret_hi = pc + 1;
 	/* the function, and the scopes in it down to pc; else (code no function covers) its CU */
 	n = 0;
-	if (find_function(h, pc, &chain[0], &cu))
-		n = 1 + scope_chain(&chain[0], pc, chain + 1, SCOPE_DEPTH_MAX - 1);
+	if (find_function(h, pc, &chain[0], &cu, &lo, &hi))
+		n = 1 + scope_chain(&chain[0], pc, chain + 1, SCOPE_DEPTH_MAX - 1, &lo, &hi, &exact);
 	else if (!find_cu(h, pc, &cu))
 		return 0;
+	else
+		exact = true;
 	comp_dir = dwarf_formstring(dwarf_attr(&cu, DW_AT_comp_dir, &a));
 	l = dwarf_getsrc_die(&cu, pc);
 	if (l) {
+		Dwarf_Addr row;
+
 		file = dwarf_linesrc(l, NULL, NULL);
 		if (dwarf_lineno(l, &line) < 0)
 			line = 0;
+		if (dwarf_lineaddr(l, &row) == 0 && row <= pc)
+			lo = MAX(lo, row);
+		else
+			exact = true;
+	} else {
+		exact = true; /* between sequences, or no table: pc alone */
+	}
+	hi = MIN(hi, next_row(&cu, pc));
+	if (!exact && lo <= pc && pc < hi) {
+		*ret_lo = lo;
+		*ret_hi = hi;
 	}
 	if (n > 0 && dwarf_getsrcfiles(&cu, &files, &n_files) < 0)
 		files = NULL;
@@ -765,8 +873,8 @@ int dwarf_lookup(struct file_cache *c, struct name_table *names, struct elf_file
 	struct dwarf_open *o = &c->dwarf;
 	const struct line_entry *e;
 	struct sym_result found = {};
+	uint64_t t0, lo, hi;
 	pid_t pid;
-	uint64_t t0;
 	int r;
 
 	if (f->dwarf_fd < 0)
@@ -804,10 +912,10 @@ int dwarf_lookup(struct file_cache *c, struct name_table *names, struct elf_file
 		handle_push(o, f->dwarf);
 	}
 	/* what DWARF says alone (found.function: the function it names), then into ret */
-	r = lookup(f->dwarf, names, vaddr, &found);
+	r = lookup(f->dwarf, names, vaddr, &found, &lo, &hi);
 	o->lookups++;
 	if (o->owner && pid != o->owner)
-		learned_add(o, f, vaddr, r > 0, &found); /* for the daemon; this fork's copy goes with it */
+		learned_add(o, f, lo, hi, r > 0, &found); /* for the daemon; this fork's copy goes with it */
 	(void)lines_put(f, vaddr, r > 0, &found); /* without room it is looked up again, no more */
 	lines_merge(&found, ret);
 out:

@@ -348,23 +348,28 @@ int dwarf_lookup(struct file_cache *c, struct name_table *names, struct elf_file
 		 struct sym_result *ret);
 
 /* lines.c */
-/* What a lookup of vaddr in f's DWARF found, kept; NULL: not looked up (or not kept). */
+/* What a lookup of vaddr in f's DWARF found, kept (the address itself, or a range of a job's
+ * that holds it); NULL: not looked up, or not kept. */
 const struct line_entry *lines_find(const struct elf_file *f, uint64_t vaddr);
 /* e into ret, as dwarf_lookup() would have put it; what it returned. */
 int lines_apply(const struct line_entry *e, struct sym_result *ret);
 /* What a lookup found (its function: the one DWARF names) into ret, which may name one already. */
 void lines_merge(const struct sym_result *found, struct sym_result *ret);
-/* A lookup's result (found: it said 1) kept; res's names live as long as f. 1: kept, 0: not
+/* A lookup of vaddr (found: it said 1) kept; res's names live as long as f. 1: kept, 0: not
  * (held already, or f holds LINES_MAX), -ENOMEM. */
 int lines_put(struct elf_file *f, uint64_t vaddr, bool found, const struct sym_result *res);
 void lines_free(struct elf_file *f);
 size_t lines_bytes(const struct elf_file *f);
+/* Addresses and ranges kept. */
 size_t lines_count(const struct elf_file *f);
-/* In a job: the lookup written down in o->learned for the daemon (counted in learn_dropped where not). */
-void learned_add(struct dwarf_open *o, const struct elf_file *f, uint64_t vaddr, bool found,
+/* The ranges sorted and apart (for the tests and the fuzz target). */
+bool lines_sorted(const struct elf_file *f);
+/* In a job: a lookup written down in o->learned for the daemon, with [lo, hi), the addresses
+ * that look up alike (counted in learn_dropped where not). */
+void learned_add(struct dwarf_open *o, const struct elf_file *f, uint64_t lo, uint64_t hi, bool found,
 		 const struct sym_result *res);
-/* A job's o->learned kept in c's files (names in names): how many were new in *ret_kept;
- * -EBADMSG past the first malformed record, -ENOMEM. */
+/* A job's o->learned kept in c's files (names in names): how many ranges were new in
+ * *ret_kept; -EBADMSG past the first malformed record, -ENOMEM. */
 int lines_learn(struct file_cache *c, struct name_table *names, const uint8_t *p, size_t n, size_t *ret_kept);
 
 /* cfi.c */

@@ -3,25 +3,30 @@
  * What DWARF lookups found, kept per file, so that a snapshot job opens a file's DWARF only
  * for addresses no job before it looked up: opening is most of the cost (libdw reads and
  * decompresses the debug sections whole: libc6-dbg's 10 MiB took a job 80-130 ms of its
- * ~330 ms here, libpython3.11-dbg's 21 MiB more), a lookup in the cache a hash probe, and a
+ * ~330 ms here, libpython3.11-dbg's 21 MiB more), a lookup in the cache a probe, and a
  * training job's stacks go through the same few hundred addresses snapshot after snapshot.
  *
  * A job is a fork of the daemon: it inherits the cache as it was, and writes down what it
- * finds beyond it (learned_add(), in o->learned); symbolizer_learned() hands that over with
- * the job's result (snapjob's trailer) and the daemon keeps it (lines_learn(), on the loop:
- * a hash probe and a few interned strings per address). In the process that made the
- * symbolizer (the daemon, a test) a lookup is kept at once. A result depends only on the
- * file's content and the address in it, so an entry is never stale: it goes with its file.
+ * finds beyond it (learned_add(), in o->learned), each result with the addresses around it
+ * that look up alike (dwarf.c's lookup(): its line table row within the same function and
+ * inlined scopes), since a profile's samples land on every instruction of a hot row, not on
+ * the few addresses the last job saw. symbolizer_learned() hands that over with the job's
+ * result (snapjob's trailer) and the daemon keeps the ranges (lines_learn(), on the loop:
+ * a few interned strings a range, one sort of a file's ranges per job). In the process that
+ * made the symbolizer (the daemon, a test), and within a job, a lookup is kept for its own
+ * address. A result depends only on the file's content and the address in it, so nothing
+ * kept goes stale: it goes with its file.
  *
- * Bounds: LINES_MAX addresses per file (past it nothing more is kept: lookups go on as
- * before), the names in the symbolizer's name table (NAMES_BYTES_MAX; an entry whose names
- * do not fit is not kept), LEARNED_BYTES_MAX written down per job. What a file's cache
- * holds counts in elf_file_bytes(), so in symbolizer_mb.
+ * Bounds: LINES_MAX addresses and LINES_MAX ranges per file (past it nothing more is kept:
+ * lookups go on as before), the names in the symbolizer's name table (NAMES_BYTES_MAX; an
+ * entry whose names do not fit is not kept), LEARNED_BYTES_MAX written down per job. What a
+ * file's cache holds counts in elf_file_bytes(), so in symbolizer_mb.
  *
  * The record a job writes (native byte order: the reader is the process it was forked from):
- *   u16 key length, key (the file's cache key), u64 vaddr, u32 line, u8 found, u8 inlined,
- *   str function, str system_name, str file, then per inlined function: str function,
- *   str system_name, str file, u32 line; a str is a u32 length (STR_NONE: none) and bytes.
+ *   u16 key length, key (the file's cache key), u64 lo, u64 hi (the addresses [lo, hi)),
+ *   u32 line, u8 found, u8 inlined, str function, str system_name, str file, then per inlined
+ *   function: str function, str system_name, str file, u32 line; a str is a u32 length
+ *   (STR_NONE: none) and its bytes.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -29,27 +34,35 @@
 
 #include "internal.h"
 
-#define LINES_MAX (1u << 16) /* addresses kept per file */
+#define LINES_MAX (1u << 16) /* addresses, and ranges, kept per file */
 #define LEARNED_BYTES_MAX (4u << 20) /* what one job writes down for the daemon */
 #define LEARNED_STR_MAX 4096 /* longer names in a record: not a record a job writes */
 #define STR_NONE UINT32_MAX
 
 struct line_entry {
-	uint64_t vaddr;
+	uint64_t lo, hi; /* the addresses it answers: [lo, hi) */
 	const char *function, *system_name; /* what DWARF names the function, NULL: nothing */
 	const char *file;
 	struct sym_inline *inlined;
 	uint32_t line;
 	uint8_t n_inlined;
-	bool used;
+	bool used; /* (a slot of the table of addresses) */
 	bool found; /* dwarf_lookup() said 1 */
 	uint8_t pad[1];
 };
 
+/*
+ * A file's: the addresses this process looked up (a hash table, a lookup each), and the
+ * ranges jobs handed back (sorted by lo, none overlapping: put in by lines_learn() only,
+ * sorted once for each job's bytes), which answer every address in them.
+ */
 struct line_cache {
 	struct line_entry *slots;
 	size_t n, cap; /* cap: a power of two, at most half full */
+	struct line_entry *ranges;
+	size_t n_ranges, cap_ranges;
 	size_t inlined_bytes;
+	bool unsorted; /* ranges added since the last lines_sort() */
 };
 
 static size_t slot_of(uint64_t vaddr, size_t cap)
@@ -60,17 +73,28 @@ static size_t slot_of(uint64_t vaddr, size_t cap)
 const struct line_entry *lines_find(const struct elf_file *f, uint64_t vaddr)
 {
 	const struct line_cache *lc = f->lines;
+	size_t lo = 0, hi;
 
-	if (!lc || !lc->n)
+	if (!lc)
 		return NULL;
-	for (size_t i = slot_of(vaddr, lc->cap);; i = (i + 1) & (lc->cap - 1)) {
+	for (size_t i = lc->n ? slot_of(vaddr, lc->cap) : 0; lc->n; i = (i + 1) & (lc->cap - 1)) {
 		const struct line_entry *e = &lc->slots[i];
 
 		if (!e->used)
-			return NULL;
-		if (e->vaddr == vaddr)
+			break;
+		if (e->lo == vaddr)
 			return e;
 	}
+	hi = lc->unsorted ? 0 : lc->n_ranges;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (lc->ranges[mid].lo <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo > 0 && vaddr < lc->ranges[lo - 1].hi ? &lc->ranges[lo - 1] : NULL;
 }
 
 void lines_merge(const struct sym_result *found, struct sym_result *ret)
@@ -99,6 +123,47 @@ int lines_apply(const struct line_entry *e, struct sym_result *ret)
 	return e->found ? 1 : 0;
 }
 
+static struct line_cache *cache_of(struct elf_file *f)
+{
+	if (!f->lines)
+		f->lines = calloc(1, sizeof(*f->lines));
+	return f->lines;
+}
+
+/* e's fields from a lookup's result (names as they are: they must live as long as f). */
+static int entry_make(struct line_cache *lc, struct line_entry *e, uint64_t lo, uint64_t hi, bool found,
+		      const struct sym_result *res)
+{
+	*e = (struct line_entry){
+		.lo = lo,
+		.hi = hi,
+		.function = res->function,
+		.system_name = res->function ? res->system_name : NULL,
+		.file = res->file,
+		.line = res->line,
+		.found = found,
+	};
+	if (res->n_inlined) {
+		size_t n = MIN(res->n_inlined, (size_t)SYM_INLINED_MAX);
+
+		e->inlined = malloc(n * sizeof(*e->inlined));
+		if (!e->inlined)
+			return -ENOMEM;
+		memcpy(e->inlined, res->inlined, n * sizeof(*e->inlined));
+		e->n_inlined = (uint8_t)n;
+		lc->inlined_bytes += n * sizeof(*e->inlined);
+	}
+	return 0;
+}
+
+static void entry_drop(struct line_cache *lc, struct line_entry *e)
+{
+	lc->inlined_bytes -= e->n_inlined * sizeof(*e->inlined);
+	free(e->inlined);
+	e->inlined = NULL;
+	e->n_inlined = 0;
+}
+
 static int grow(struct line_cache *lc)
 {
 	size_t cap = lc->cap ? 2 * lc->cap : 64;
@@ -111,7 +176,7 @@ static int grow(struct line_cache *lc)
 
 		if (!lc->slots[k].used)
 			continue;
-		for (i = slot_of(lc->slots[k].vaddr, cap); slots[i].used; i = (i + 1) & (cap - 1))
+		for (i = slot_of(lc->slots[k].lo, cap); slots[i].used; i = (i + 1) & (cap - 1))
 			;
 		slots[i] = lc->slots[k];
 	}
@@ -121,47 +186,88 @@ static int grow(struct line_cache *lc)
 	return 0;
 }
 
-/* res's names must live as long as f (in the symbolizer's name table). 1: kept; 0: not
- * (f holds vaddr already, or LINES_MAX); -ENOMEM. */
 int lines_put(struct elf_file *f, uint64_t vaddr, bool found, const struct sym_result *res)
 {
-	struct line_cache *lc = f->lines;
-	struct line_entry *e;
+	struct line_cache *lc = cache_of(f);
+	struct line_entry e;
 	size_t i;
+	int r;
 
-	if (!lc) {
-		lc = f->lines = calloc(1, sizeof(*lc));
-		if (!lc)
-			return -ENOMEM;
-	}
+	if (!lc)
+		return -ENOMEM;
 	if (lc->n >= LINES_MAX || lines_find(f, vaddr))
 		return 0;
 	if (2 * (lc->n + 1) > lc->cap && grow(lc) < 0)
 		return -ENOMEM;
+	r = entry_make(lc, &e, vaddr, vaddr + 1, found, res);
+	if (r < 0)
+		return r;
+	e.used = true;
 	for (i = slot_of(vaddr, lc->cap); lc->slots[i].used; i = (i + 1) & (lc->cap - 1))
 		;
-	e = &lc->slots[i];
-	*e = (struct line_entry){
-		.vaddr = vaddr,
-		.function = res->function,
-		.system_name = res->function ? res->system_name : NULL,
-		.file = res->file,
-		.line = res->line,
-		.found = found,
-	};
-	if (res->n_inlined) {
-		size_t n = MIN(res->n_inlined, (size_t)SYM_INLINED_MAX);
-
-		e->inlined = malloc(n * sizeof(*e->inlined));
-		if (!e->inlined)
-			return -ENOMEM; /* e is not used yet */
-		memcpy(e->inlined, res->inlined, n * sizeof(*e->inlined));
-		e->n_inlined = (uint8_t)n;
-		lc->inlined_bytes += n * sizeof(*e->inlined);
-	}
-	e->used = true;
+	lc->slots[i] = e;
 	lc->n++;
 	return 1;
+}
+
+/* A job's range, added (unsorted: lines_sort() after). 1: added, 0: not (LINES_MAX). */
+static int range_add(struct elf_file *f, uint64_t lo, uint64_t hi, bool found, const struct sym_result *res)
+{
+	struct line_cache *lc = cache_of(f);
+	int r;
+
+	if (!lc)
+		return -ENOMEM;
+	if (lc->n_ranges >= LINES_MAX)
+		return 0;
+	if (lc->n_ranges == lc->cap_ranges) {
+		size_t cap = lc->cap_ranges ? 2 * lc->cap_ranges : 64;
+		struct line_entry *p = reallocarray(lc->ranges, cap, sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		lc->ranges = p;
+		lc->cap_ranges = cap;
+	}
+	r = entry_make(lc, &lc->ranges[lc->n_ranges], lo, hi, found, res);
+	if (r < 0)
+		return r;
+	lc->n_ranges++;
+	lc->unsorted = true;
+	return 1;
+}
+
+static int cmp_range(const void *a, const void *b)
+{
+	const struct line_entry *x = a, *y = b;
+
+	if (x->lo != y->lo)
+		return x->lo < y->lo ? -1 : 1;
+	return x->hi < y->hi ? 1 : x->hi > y->hi ? -1 : 0; /* the wider first */
+}
+
+/* The ranges sorted, none overlapping: where two do, both answer the same (each is part of
+ * the addresses that look up alike), and the later loses what the earlier holds. */
+static void lines_sort(struct line_cache *lc)
+{
+	size_t out = 0;
+
+	if (!lc->unsorted)
+		return;
+	qsort(lc->ranges, lc->n_ranges, sizeof(*lc->ranges), cmp_range);
+	for (size_t i = 0; i < lc->n_ranges; i++) {
+		struct line_entry *e = &lc->ranges[i];
+
+		if (out && e->lo < lc->ranges[out - 1].hi)
+			e->lo = lc->ranges[out - 1].hi;
+		if (e->lo >= e->hi) {
+			entry_drop(lc, e);
+			continue;
+		}
+		lc->ranges[out++] = *e;
+	}
+	lc->n_ranges = out;
+	lc->unsorted = false;
 }
 
 void lines_free(struct elf_file *f)
@@ -172,7 +278,10 @@ void lines_free(struct elf_file *f)
 		return;
 	for (size_t i = 0; i < lc->cap; i++)
 		free(lc->slots[i].inlined);
+	for (size_t i = 0; i < lc->n_ranges; i++)
+		free(lc->ranges[i].inlined);
 	free(lc->slots);
+	free(lc->ranges);
 	free(lc);
 	f->lines = NULL;
 }
@@ -181,12 +290,22 @@ size_t lines_bytes(const struct elf_file *f)
 {
 	const struct line_cache *lc = f->lines;
 
-	return lc ? sizeof(*lc) + lc->cap * sizeof(*lc->slots) + lc->inlined_bytes : 0;
+	return lc ? sizeof(*lc) + (lc->cap + lc->cap_ranges) * sizeof(*lc->slots) + lc->inlined_bytes : 0;
 }
 
 size_t lines_count(const struct elf_file *f)
 {
-	return f->lines ? f->lines->n : 0;
+	return f->lines ? f->lines->n + f->lines->n_ranges : 0;
+}
+
+bool lines_sorted(const struct elf_file *f)
+{
+	const struct line_cache *lc = f->lines;
+
+	for (size_t i = 0; lc && i < lc->n_ranges; i++)
+		if (lc->ranges[i].lo >= lc->ranges[i].hi || (i && lc->ranges[i].lo < lc->ranges[i - 1].hi))
+			return false;
+	return !lc || !lc->unsorted;
 }
 
 /* ---- written down in a job, kept by the daemon ---- */
@@ -211,7 +330,7 @@ static void put_str(struct dwarf_open *o, const char *s)
 		put_bytes(o, s, n);
 }
 
-void learned_add(struct dwarf_open *o, const struct elf_file *f, uint64_t vaddr, bool found,
+void learned_add(struct dwarf_open *o, const struct elf_file *f, uint64_t lo, uint64_t hi, bool found,
 		 const struct sym_result *res)
 {
 	const char *key = f->n_keys ? f->keys[0]->key : NULL;
@@ -225,7 +344,7 @@ void learned_add(struct dwarf_open *o, const struct elf_file *f, uint64_t vaddr,
 		o->learn_dropped++;
 		return;
 	}
-	need = sizeof(kl) + key_len + sizeof(vaddr) + sizeof(line) + sizeof(flags) + str_size(res->function) +
+	need = sizeof(kl) + key_len + sizeof(lo) + sizeof(hi) + sizeof(line) + sizeof(flags) + str_size(res->function) +
 	       str_size(system) + str_size(res->file);
 	for (size_t i = 0; i < n_in; i++)
 		need += str_size(res->inlined[i].function) + str_size(res->inlined[i].system_name) +
@@ -249,7 +368,8 @@ void learned_add(struct dwarf_open *o, const struct elf_file *f, uint64_t vaddr,
 	}
 	put_bytes(o, &kl, sizeof(kl));
 	put_bytes(o, key, key_len);
-	put_bytes(o, &vaddr, sizeof(vaddr));
+	put_bytes(o, &lo, sizeof(lo));
+	put_bytes(o, &hi, sizeof(hi));
 	put_bytes(o, &line, sizeof(line));
 	put_bytes(o, flags, sizeof(flags));
 	put_str(o, res->function);
@@ -326,7 +446,8 @@ static bool take_str(struct reader *rd, struct name_table *names, const char **r
 int lines_learn(struct file_cache *c, struct name_table *names, const uint8_t *p, size_t n, size_t *ret_kept)
 {
 	struct reader rd = { p, p + n, false };
-	size_t kept = 0;
+	struct elf_file *f = NULL;
+	size_t kept = 0, before = 0;
 	int r = 0;
 
 	while (rd.p < rd.end && !rd.bad) {
@@ -334,9 +455,9 @@ int lines_learn(struct file_cache *c, struct name_table *names, const uint8_t *p
 		size_t kl = (size_t)take_uint(&rd, sizeof(uint16_t));
 		const void *k = kl < sizeof(key) ? take(&rd, kl) : NULL;
 		struct sym_result res = {};
-		uint64_t vaddr = take_uint(&rd, sizeof(uint64_t));
+		uint64_t lo, hi;
 		const uint8_t *flags;
-		struct elf_file *f;
+		struct elf_file *g;
 		bool ok;
 
 		if (!k) {
@@ -345,9 +466,11 @@ int lines_learn(struct file_cache *c, struct name_table *names, const uint8_t *p
 		}
 		memcpy(key, k, kl);
 		key[kl] = '\0';
+		lo = take_uint(&rd, sizeof(uint64_t));
+		hi = take_uint(&rd, sizeof(uint64_t));
 		res.line = (uint32_t)take_uint(&rd, sizeof(uint32_t));
 		flags = take(&rd, 2);
-		if (!flags || flags[0] > 1 || flags[1] > SYM_INLINED_MAX) {
+		if (!flags || flags[0] > 1 || flags[1] > SYM_INLINED_MAX || lo >= hi) {
 			rd.bad = true;
 			break;
 		}
@@ -366,14 +489,29 @@ int lines_learn(struct file_cache *c, struct name_table *names, const uint8_t *p
 		}
 		if (rd.bad)
 			break;
-		f = cache_get(c, key);
-		if (!ok || !f || f->dwarf_fd < 0)
+		g = cache_get(c, key);
+		if (!ok || !g || g->dwarf_fd < 0)
 			continue; /* the names did not fit; the file is gone */
-		r = lines_put(f, vaddr, flags[0], &res);
+		if (g != f) {
+			/* a job writes a file's records one after another, mostly */
+			if (f && f->lines) {
+				lines_sort(f->lines);
+				kept += f->lines->n_ranges - MIN(before, f->lines->n_ranges);
+			}
+			f = g;
+			before = f->lines ? f->lines->n_ranges : 0;
+			if (f->lines)
+				lines_sort(f->lines);
+			before = f->lines ? f->lines->n_ranges : 0;
+		}
+		r = range_add(f, lo, hi, flags[0], &res);
 		if (r < 0)
 			break;
-		kept += r;
 		r = 0;
+	}
+	if (f && f->lines) {
+		lines_sort(f->lines);
+		kept += f->lines->n_ranges - MIN(before, f->lines->n_ranges);
 	}
 	*ret_kept = kept;
 	if (r < 0)

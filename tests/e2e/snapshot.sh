@@ -39,11 +39,11 @@ grep -q "primary_trace_clock: BUILTIN_CLOCK_BOOTTIME" <<<"$trace" && ok "BOOTTIM
 # back to the daemon, kept for the jobs after them, none lost
 expect_rc 0 "status --json after the snapshots" -- ctl status --json
 dlines=$(jq .dwarf_lines <<<"$out")
-[ "$dlines" -gt 0 ] && ok "the daemon keeps what the jobs looked up in DWARF ($dlines addresses)" \
+[ "$dlines" -gt 0 ] && ok "the daemon keeps what the jobs looked up in DWARF ($dlines address ranges)" \
 	|| fail "status .dwarf_lines: $dlines"
 [ "$(jq .dwarf_lines_dropped <<<"$out")" = 0 ] && ok "none of it dropped" || fail "status .dwarf_lines_dropped: $(jq .dwarf_lines_dropped <<<"$out")"
 expect_rc 0 "status" -- ctl status
-expect_match "lines of $dlines addresses kept from snapshot jobs' DWARF lookups" "status says so"
+expect_match "lines of $dlines address ranges kept from snapshot jobs' DWARF lookups" "status says so"
 
 expect_rc 0 "snapshot --format all -o PREFIX" -- ctl snapshot --pid "$trainer" --format all -o "$tmp/all"
 [ -s "$tmp/all.pftrace" ] && [ -s "$tmp/all.hps" ] && ok "all formats written" || fail "missing $tmp/all.*"

@@ -3,8 +3,9 @@
  * fuzz-learn: the bytes are what a snapshot job hands back to the daemon of its DWARF
  * lookups (daemon/symbolize/lines.c: lines_learn()), kept against a cache that holds one
  * file under the key the seeds use ("b:0123456789abcdef"). What is kept is then looked
- * up again and checked: the names NUL-terminated and within their bound, inlined frames
- * within SYM_INLINED_MAX and named; the same bytes learned twice keep nothing new.
+ * up again and checked: the ranges sorted and apart, the names NUL-terminated and within
+ * their bound, inlined frames within SYM_INLINED_MAX and named; the same bytes learned
+ * twice keep nothing new.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +48,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	r = lines_learn(&cache, &names, data, size, &kept);
 	CHECK(r == 0 || r == -EBADMSG || r == -ENOMEM);
 	CHECK(kept == lines_count(f));
+	CHECK(lines_sorted(f));
 	/* every address a record named: what comes back out is whole */
 	for (size_t off = 0; off + 8 <= size; off++) {
 		const struct line_entry *e;

@@ -23,7 +23,10 @@
  *   lines-learned  what a snapshot job (a fork) looks up in DWARF, handed back with
  *              symbolizer_learned() and kept by the parent's symbolizer_learn(), answers
  *              the next fork's lookups with the same chain while that DWARF can no longer
- *              be read (no lookup, all cached); the parent's own lookups are kept at once;
+ *              be read (no lookup, all cached), and so does another address of the same
+ *              line row (the range handed back holds it); every byte of inlchild's code
+ *              a job's ranges answer (a job looked up every 13th) is answered as a fresh
+ *              lookup of it would be, and most are; the parent's own lookups are kept at once;
  *              truncated or garbage bytes are refused (-EBADMSG) and keep nothing wrong,
  *              records for a file the parent does not know are skipped;
  *   dwarf-bad  copies of inlchild with garbage in .debug_info, with a compressed .debug_info
@@ -33,7 +36,9 @@
  *              and _PyEval_EvalFrameDefault resolve with their source files through the
  *              build-id debug file, also after the interpreter exited; without the debug
  *              file (an empty debug dir), long_add is unresolved and the mapping names
- *              python3.11-dbg. Skipped (77) without python3.11 or python3.11-dbg.
+ *              python3.11-dbg; the first 32 KiB of _PyEval_EvalFrameDefault byte by byte
+ *              against the ranges a job hands back (as lines-learned does for inlchild).
+ *              Skipped (77) without python3.11 or python3.11-dbg.
  *   bench      (a meson benchmark) what DWARF costs a snapshot job: python3.11 (with
  *              python3.11-dbg and libc6-dbg when installed), N of its functions resolved
  *              in a fork of the symbolizer, as a snapshot job does, with and without
@@ -497,7 +502,7 @@ static int test_lines(void)
  * the lookups counted; its symbolizer_learned() bytes into *ret (malloc'ed). The child's
  * exit status is its checks'. */
 static int learned_job(struct symbolizer *s, const struct child *c, uint64_t want_lookups, uint64_t want_cached,
-		       uint8_t **ret, size_t *ret_len)
+		       bool inside, uint8_t **ret, size_t *ret_len)
 {
 	int fds[2], status = 0;
 	uint8_t *buf = NULL;
@@ -517,6 +522,20 @@ static int learned_job(struct symbolizer *s, const struct child *c, uint64_t wan
 
 		close(fds[0]);
 		expect_inline_chain(s, c, "/inlchild.c");
+		if (inside) {
+			/* another byte of the call instruction, not looked up before: the range the
+			 * first job handed back holds it, with the same chain */
+			struct sym_result ra, rb;
+
+			CHECK_EQ_INT(symbolizer_resolve(s, c->pid, child_value(c, "ret") - 1, false, &ra), 1);
+			CHECK_EQ_INT(symbolizer_resolve(s, c->pid, child_value(c, "ret") - 3, false, &rb), 1);
+			CHECK(ra.file && rb.file && !strcmp(ra.file, rb.file) && ra.line == rb.line);
+			CHECK_EQ_U64(rb.n_inlined, ra.n_inlined);
+			for (size_t i = 0; i < ra.n_inlined && i < rb.n_inlined; i++)
+				CHECK(!strcmp(ra.inlined[i].function, rb.inlined[i].function) &&
+				      ra.inlined[i].line == rb.inlined[i].line);
+			CHECK(!rb.debuginfo_failed);
+		}
 		symbolizer_info(s, &info);
 		CHECK_EQ_U64(info.dwarf_lookups, want_lookups);
 		CHECK_EQ_U64(info.dwarf_cached, want_cached);
@@ -559,6 +578,174 @@ static int learned_job(struct symbolizer *s, const struct child *c, uint64_t wan
 	return 0;
 }
 
+/*
+ * Every byte of some code, against what a job's ranges say of it: a job looks up
+ * every 13th byte and hands its ranges back; a second job, the DWARF unreadable, answers
+ * every byte it can from them alone, and each answer must be what a fresh lookup of that
+ * byte says (file, line, the inlined chain). Most bytes must be answered.
+ */
+struct truth {
+	const char *file;
+	uint32_t line;
+	size_t n_inlined;
+	const char *in_fn[SYM_INLINED_MAX], *in_file[SYM_INLINED_MAX];
+	uint32_t in_line[SYM_INLINED_MAX];
+};
+
+static bool exec_mapping(pid_t pid, const char *path, uint64_t *ret_start, uint64_t *ret_end)
+{
+	char maps[64], line[PATH_MAX + 128], real[PATH_MAX];
+	bool found = false;
+	FILE *f;
+
+	if (!realpath(path, real))
+		return false;
+	snprintf(maps, sizeof(maps), "/proc/%d/maps", pid);
+	f = fopen(maps, "re");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		unsigned long long a, b;
+		char perms[8], *p = strchr(line, '/');
+
+		if (p)
+			p[strcspn(p, "\n")] = 0;
+		found = sscanf(line, "%llx-%llx %7s", &a, &b, perms) == 3 && perms[2] == 'x' && p && !strcmp(p, real);
+		if (found) {
+			*ret_start = a;
+			*ret_end = b;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+static bool same_as(const struct truth *t, const struct sym_result *r)
+{
+	if (!t->file != !r->file || (t->file && strcmp(t->file, r->file)) || t->line != r->line ||
+	    t->n_inlined != r->n_inlined)
+		return false;
+	for (size_t i = 0; i < t->n_inlined; i++)
+		if (strcmp(t->in_fn[i], r->inlined[i].function) || !t->in_file[i] != !r->inlined[i].file ||
+		    (t->in_file[i] && strcmp(t->in_file[i], r->inlined[i].file)) || t->in_line[i] != r->inlined[i].line)
+			return false;
+	return true;
+}
+
+/* [start, end) of pid's code (0, 0: the whole mapping of path), against the ranges a job
+ * that looked up every 13th byte handed back. */
+static void test_ranges_truth(pid_t cpid, const char *path, uint64_t start, uint64_t end)
+{
+	struct symbolizer *s = new_symbolizer(NULL), *t = new_symbolizer(NULL);
+	_cleanup_free_ struct truth *truth = NULL;
+	_cleanup_free_ uint8_t *learned = NULL;
+	int fds[2], status = 0;
+	size_t len = 0, cap = 0;
+	pid_t pid;
+
+	if (!start && !exec_mapping(cpid, path, &start, &end)) {
+		CHECKF(false, "no code mapping of %s in %d", path, cpid);
+		goto out;
+	}
+	if (end <= start || end - start > (1u << 20)) {
+		CHECKF(false, "[%#llx, %#llx): not a range to check", (unsigned long long)start,
+		       (unsigned long long)end);
+		goto out;
+	}
+	CHECK_EQ_INT(symbolizer_refresh_process(s, cpid), 0);
+	CHECK_EQ_INT(symbolizer_refresh_process(t, cpid), 0);
+	truth = calloc(end - start, sizeof(*truth));
+	if (!truth || pipe(fds) < 0)
+		goto out;
+	for (uint64_t x = start; x < end; x++) {
+		struct truth *tr = &truth[x - start];
+		struct sym_result r;
+
+		symbolizer_resolve(t, cpid, x, false, &r);
+		*tr = (struct truth){ .file = r.file, .line = r.line, .n_inlined = r.n_inlined };
+		for (size_t i = 0; i < r.n_inlined; i++) {
+			tr->in_fn[i] = r.inlined[i].function;
+			tr->in_file[i] = r.inlined[i].file;
+			tr->in_line[i] = r.inlined[i].line;
+		}
+	}
+	/* the first job: every 13th byte */
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		uint8_t *b;
+		size_t n;
+
+		close(fds[0]);
+		for (uint64_t x = start; x < end; x += 13) {
+			struct sym_result r;
+
+			symbolizer_resolve(s, cpid, x, false, &r);
+		}
+		symbolizer_learned(s, &b, &n);
+		if (n && write(fds[1], b, n) != (ssize_t)n)
+			_exit(1);
+		_exit(0);
+	}
+	close(fds[1]);
+	for (;;) {
+		ssize_t n;
+
+		if (len == cap) {
+			uint8_t *p = realloc(learned, cap = cap ? 2 * cap : 65536);
+
+			if (!p)
+				break;
+			learned = p;
+		}
+		n = read(fds[0], learned + len, cap - len);
+		if (n <= 0)
+			break;
+		len += n;
+	}
+	close(fds[0]);
+	waitpid(pid, &status, 0);
+	CHECK_EQ_INT(symbolizer_learn(s, learned, len), 0);
+	for (size_t i = 0; i < s->cache.n_buckets; i++)
+		for (struct file_key *k = s->cache.buckets[i]; k; k = k->next) {
+			CHECK(lines_sorted(k->file));
+			dwarf_close(&s->cache.dwarf, k->file);
+			k->file->dwarf_err = -EIO;
+		}
+	/* the second: every byte, from the ranges alone */
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		size_t answered = 0, wrong = 0, total = 0;
+
+		for (uint64_t x = start; x < end; x++) {
+			struct sym_result r;
+
+			symbolizer_resolve(s, cpid, x, false, &r);
+			total++;
+			if (r.debuginfo_failed)
+				continue; /* not in a range: it would have been looked up */
+			answered++;
+			if (!same_as(&truth[x - start], &r) && wrong++ < 5)
+				fprintf(stderr, "%#llx: %s:%u (%zu inlined) from the ranges, %s:%u (%zu inlined) looked up\n",
+					(unsigned long long)(x - start), r.file ? r.file : "-", r.line, r.n_inlined,
+					truth[x - start].file ? truth[x - start].file : "-", truth[x - start].line,
+					truth[x - start].n_inlined);
+		}
+		printf("ranges: %zu of %zu bytes of %s's code answered, %zu of them wrong\n", answered, total,
+		       path, wrong);
+		CHECK_EQ_U64(wrong, 0);
+		CHECK(answered * 2 > total);
+		fflush(NULL);
+		_exit(check_summary());
+	}
+	waitpid(pid, &status, 0);
+	CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the second job's checks failed (status %#x)", status);
+out:
+	symbolizer_free(s);
+	symbolizer_free(t);
+}
+
 static int test_lines_learned(void)
 {
 	_cleanup_free_ uint8_t *learned = NULL, *again = NULL;
@@ -573,7 +760,7 @@ static int test_lines_learned(void)
 	CHECK_EQ_INT(symbolizer_refresh_process(s, c.pid), 0);
 
 	/* a job looks its two addresses up; the daemon keeps what it found */
-	CHECK_EQ_INT(learned_job(s, &c, 2, 0, &learned, &len), 0);
+	CHECK_EQ_INT(learned_job(s, &c, 2, 0, false, &learned, &len), 0);
 	symbolizer_info(s, &info);
 	CHECK_EQ_U64(info.dwarf_lookups, 0); /* the job's, not this process's */
 	CHECK_EQ_U64(info.dwarf_lines, 0);
@@ -581,6 +768,9 @@ static int test_lines_learned(void)
 	symbolizer_info(s, &info);
 	CHECK_EQ_U64(info.dwarf_learned, 2);
 	CHECK_EQ_U64(info.dwarf_lines, 2);
+	for (size_t i = 0; i < s->cache.n_buckets; i++)
+		for (struct file_key *k = s->cache.buckets[i]; k; k = k->next)
+			CHECK(lines_sorted(k->file));
 	/* the same again: nothing new */
 	CHECK_EQ_INT(symbolizer_learn(s, learned, len), 0);
 	symbolizer_info(s, &info);
@@ -592,7 +782,7 @@ static int test_lines_learned(void)
 			dwarf_close(&s->cache.dwarf, k->file);
 			k->file->dwarf_err = -EIO;
 		}
-	CHECK_EQ_INT(learned_job(s, &c, 0, 2, &again, &again_len), 0);
+	CHECK_EQ_INT(learned_job(s, &c, 0, 4, true, &again, &again_len), 0);
 	CHECK_EQ_U64(again_len, 0);
 
 	/* in the process that made the symbolizer, a lookup is kept as it is made */
@@ -637,6 +827,7 @@ static int test_lines_learned(void)
 		CHECK_EQ_INT(symbolizer_learn(fresh, learned, len), -EBADMSG);
 		symbolizer_free(fresh);
 	}
+	test_ranges_truth(c.pid, inl_exe, 0, 0);
 	child_stop(&c);
 	symbolizer_free(other);
 	symbolizer_free(s);
@@ -843,6 +1034,9 @@ static int test_python(void)
 	mkdir(tmp_path("nodebug"), 0755);
 	CHECK_EQ_INT(symbolizer_refresh_process(s, c.pid), 0);
 	CHECK_EQ_INT(symbolizer_refresh_process(bare, c.pid), 0);
+	/* the first 32 KiB of the interpreter's loop, inlined code all over: what a job's ranges
+	 * answer is what a lookup says */
+	test_ranges_truth(c.pid, PYTHON, a_eval - 0x100, a_eval - 0x100 + 32768);
 	for (int pass = 0; pass < 2; pass++) {
 		CHECK_EQ_INT(symbolizer_resolve(s, c.pid, a_add, false, &r), 1);
 		CHECK_STR(r.function, add.name);
