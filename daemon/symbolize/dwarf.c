@@ -60,6 +60,7 @@ struct dwarf_handle {
 	struct cu_range *fns; /* the functions' ranges (off: the DW_TAG_subprogram), sorted by lo */
 	size_t n_fns;
 	bool fns_made;
+	bool fns_partial; /* the index could not be made whole (no memory): its ranges are not sure */
 	bool linked; /* in a dwarf_open list */
 	bool preopened; /* opened when the file was read: counts in preopened_bytes */
 };
@@ -534,6 +535,7 @@ static int make_fn_index(struct dwarf_handle *h)
 	}
 out:
 	qsort_safe(h->fns, h->n_fns, sizeof(*h->fns), cmp_cu_range);
+	h->fns_partial = r < 0;
 	return r;
 }
 
@@ -551,19 +553,23 @@ static void clip(uint64_t pc, uint64_t a, uint64_t b, uint64_t *lo, uint64_t *hi
 	}
 }
 
-/* Every range of die clipped against (clip()); false: one holds pc, but none was found. */
+/* Every range of die clipped against (clip()); false: not every one was seen (too many, or
+ * unreadable), or die holds pc but none of them does: pc alone is sure then. */
 static bool clip_ranges(Dwarf_Die *die, uint64_t pc, bool holds, uint64_t *lo, uint64_t *hi)
 {
 	Dwarf_Addr base, start, end;
 	ptrdiff_t off = 0;
 	bool found = false;
+	unsigned n;
 
-	for (unsigned n = 0; n < 4096 && (off = dwarf_ranges(die, off, &base, &start, &end)) > 0; n++) {
+	for (n = 0; n < 4096 && (off = dwarf_ranges(die, off, &base, &start, &end)) > 0; n++) {
 		if (end <= start)
 			continue;
 		found |= start <= pc && pc < end;
 		clip(pc, start, end, lo, hi);
 	}
+	if (off < 0 || n == 4096)
+		return false;
 	return found || !holds;
 }
 
@@ -732,8 +738,8 @@ static int scope_chain(Dwarf_Die *parent, uint64_t pc, Dwarf_Die *chain, int max
 			depth = 0;
 			continue;
 		}
-		if (is_code_scope(tag))
-			(void)clip_ranges(&die, pc, false, lo, hi);
+		if (is_code_scope(tag) && !clip_ranges(&die, pc, false, lo, hi))
+			*exact = true;
 		if (is_container(tag) && depth < SCOPE_DEPTH_MAX && dwarf_child(&die, &next) == 0) {
 			stack[depth++] = die;
 			die = next;
@@ -827,7 +833,7 @@ static int lookup(struct dwarf_handle *h, struct name_table *names, uint64_t pc,
 		exact = true; /* between sequences, or no table: pc alone */
 	}
 	hi = MIN(hi, next_row(&cu, pc));
-	if (!exact && lo <= pc && pc < hi) {
+	if (!exact && !h->fns_partial && lo <= pc && pc < hi) {
 		*ret_lo = lo;
 		*ret_hi = hi;
 	}
@@ -873,7 +879,7 @@ int dwarf_lookup(struct file_cache *c, struct name_table *names, struct elf_file
 	struct dwarf_open *o = &c->dwarf;
 	const struct line_entry *e;
 	struct sym_result found = {};
-	uint64_t t0, lo, hi;
+	uint64_t t0, lo, hi, full;
 	pid_t pid;
 	int r;
 
@@ -912,11 +918,17 @@ int dwarf_lookup(struct file_cache *c, struct name_table *names, struct elf_file
 		handle_push(o, f->dwarf);
 	}
 	/* what DWARF says alone (found.function: the function it names), then into ret */
+	full = names->full;
 	r = lookup(f->dwarf, names, vaddr, &found, &lo, &hi);
 	o->lookups++;
-	if (o->owner && pid != o->owner)
-		learned_add(o, f, lo, hi, r > 0, &found); /* for the daemon; this fork's copy goes with it */
-	(void)lines_put(f, vaddr, r > 0, &found); /* without room it is looked up again, no more */
+	if (names->full != full || hi <= lo) {
+		/* a name did not fit in the table (shown as unknown): not kept, nor handed on */
+		o->learn_dropped += o->owner && pid != o->owner;
+	} else {
+		if (o->owner && pid != o->owner)
+			learned_add(o, f, lo, hi, r > 0, &found); /* for the daemon; this fork's copy goes */
+		(void)lines_put(f, vaddr, lo, hi, r > 0, &found); /* without room: looked up again */
+	}
 	lines_merge(&found, ret);
 out:
 	o->spent_ns += cpu_now_ns() - t0;

@@ -355,9 +355,10 @@ const struct line_entry *lines_find(const struct elf_file *f, uint64_t vaddr);
 int lines_apply(const struct line_entry *e, struct sym_result *ret);
 /* What a lookup found (its function: the one DWARF names) into ret, which may name one already. */
 void lines_merge(const struct sym_result *found, struct sym_result *ret);
-/* A lookup of vaddr (found: it said 1) kept; res's names live as long as f. 1: kept, 0: not
- * (held already, or f holds LINES_MAX), -ENOMEM. */
-int lines_put(struct elf_file *f, uint64_t vaddr, bool found, const struct sym_result *res);
+/* A lookup of vaddr (found: it said 1) kept, for the addresses [lo, hi) that look up alike
+ * (past LOCAL_MAX of them, or where lo, hi do not hold vaddr: for vaddr alone); res's names
+ * live as long as f. 1: kept, 0: not (held already, or f holds LINES_MAX), -ENOMEM. */
+int lines_put(struct elf_file *f, uint64_t vaddr, uint64_t lo, uint64_t hi, bool found, const struct sym_result *res);
 void lines_free(struct elf_file *f);
 size_t lines_bytes(const struct elf_file *f);
 /* Addresses and ranges kept. */
@@ -368,9 +369,13 @@ bool lines_sorted(const struct elf_file *f);
  * that look up alike (counted in learn_dropped where not). */
 void learned_add(struct dwarf_open *o, const struct elf_file *f, uint64_t lo, uint64_t hi, bool found,
 		 const struct sym_result *res);
-/* A job's o->learned kept in c's files (names in names): how many ranges were new in
- * *ret_kept; -EBADMSG past the first malformed record, -ENOMEM. */
-int lines_learn(struct file_cache *c, struct name_table *names, const uint8_t *p, size_t n, size_t *ret_kept);
+/* What o->learned holds, handed over (with what could not be written down, counted). */
+void learned_take(struct dwarf_open *o, uint8_t **ret, size_t *ret_len);
+/* A job's learned_take() bytes kept in c's files (names in names), each file sorted once:
+ * how many ranges were new in *ret_kept, how many the job or this could not keep in
+ * *ret_dropped; -EBADMSG past the first malformed record, -ENOMEM. */
+int lines_learn(struct file_cache *c, struct name_table *names, const uint8_t *p, size_t n, size_t *ret_kept,
+		uint64_t *ret_dropped);
 
 /* cfi.c */
 /* e's .eh_frame (and .eh_frame_hdr) copied and opened: -ENOENT none, -EFBIG over CFI_BYTES_MAX,
@@ -506,7 +511,8 @@ struct symbolizer {
 	uint64_t unwind_offcpu, unwind_offcpu_fp; /* symbolizer_count_offcpu */
 	uint64_t unwind_copies, unwind_copy_bytes; /* symbolizer_count_copy */
 	uint64_t budget, over_budget; /* symbolizer_set_budget */
-	uint64_t learned, learn_rejected; /* symbolizer_learn: entries kept, messages refused */
+	uint64_t learned, learn_rejected; /* symbolizer_learn: ranges kept, messages refused */
+	uint64_t learn_dropped; /* symbolizer_learn: lookups the jobs or the daemon could not keep */
 };
 
 /* The heap held by symbol tables, mappings and perf maps (symbolizer_info's bytes). */

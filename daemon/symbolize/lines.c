@@ -35,6 +35,7 @@
 #include "internal.h"
 
 #define LINES_MAX (1u << 16) /* addresses, and ranges, kept per file */
+#define LOCAL_MAX 4096 /* ranges a process keeps of its own lookups, per file (then their addresses) */
 #define LEARNED_BYTES_MAX (4u << 20) /* what one job writes down for the daemon */
 #define LEARNED_STR_MAX 4096 /* longer names in a record: not a record a job writes */
 #define STR_NONE UINT32_MAX
@@ -52,17 +53,21 @@ struct line_entry {
 };
 
 /*
- * A file's: the addresses this process looked up (a hash table, a lookup each), and the
- * ranges jobs handed back (sorted by lo, none overlapping: put in by lines_learn() only,
- * sorted once for each job's bytes), which answer every address in them.
+ * A file's: the ranges of this process's own lookups (sorted, put in one by one, at most
+ * LOCAL_MAX; past them a lookup keeps its own address, in a hash table), and the ranges
+ * jobs handed back (sorted by lo, none overlapping: put in by lines_learn() only, sorted
+ * once for each job's bytes). A range answers every address in it.
  */
 struct line_cache {
 	struct line_entry *slots;
 	size_t n, cap; /* cap: a power of two, at most half full */
+	struct line_entry *local; /* this process's own lookups' ranges: sorted, apart */
+	size_t n_local, cap_local;
 	struct line_entry *ranges;
 	size_t n_ranges, cap_ranges;
 	size_t inlined_bytes;
 	bool unsorted; /* ranges added since the last lines_sort() */
+	bool touched; /* by the lines_learn() under way */
 };
 
 static size_t slot_of(uint64_t vaddr, size_t cap)
@@ -70,14 +75,30 @@ static size_t slot_of(uint64_t vaddr, size_t cap)
 	return (size_t)((vaddr * 0x9e3779b97f4a7c15ULL) >> 17) & (cap - 1);
 }
 
+/* The first of v[0..n) (sorted by lo) that starts past vaddr. */
+static size_t upper(const struct line_entry *v, size_t n, uint64_t vaddr)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid].lo <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 const struct line_entry *lines_find(const struct elf_file *f, uint64_t vaddr)
 {
 	const struct line_cache *lc = f->lines;
-	size_t lo = 0, hi;
+	size_t i;
 
 	if (!lc)
 		return NULL;
-	for (size_t i = lc->n ? slot_of(vaddr, lc->cap) : 0; lc->n; i = (i + 1) & (lc->cap - 1)) {
+	for (i = lc->n ? slot_of(vaddr, lc->cap) : 0; lc->n; i = (i + 1) & (lc->cap - 1)) {
 		const struct line_entry *e = &lc->slots[i];
 
 		if (!e->used)
@@ -85,16 +106,13 @@ const struct line_entry *lines_find(const struct elf_file *f, uint64_t vaddr)
 		if (e->lo == vaddr)
 			return e;
 	}
-	hi = lc->unsorted ? 0 : lc->n_ranges;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (lc->ranges[mid].lo <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo > 0 && vaddr < lc->ranges[lo - 1].hi ? &lc->ranges[lo - 1] : NULL;
+	i = upper(lc->local, lc->n_local, vaddr);
+	if (i > 0 && vaddr < lc->local[i - 1].hi)
+		return &lc->local[i - 1];
+	if (lc->unsorted)
+		return NULL; /* only while lines_learn() adds them */
+	i = upper(lc->ranges, lc->n_ranges, vaddr);
+	return i > 0 && vaddr < lc->ranges[i - 1].hi ? &lc->ranges[i - 1] : NULL;
 }
 
 void lines_merge(const struct sym_result *found, struct sym_result *ret)
@@ -186,7 +204,41 @@ static int grow(struct line_cache *lc)
 	return 0;
 }
 
-int lines_put(struct elf_file *f, uint64_t vaddr, bool found, const struct sym_result *res)
+/* [lo, hi) into the local ranges, clipped to what they do not hold yet; 1: kept, 0: not
+ * (LOCAL_MAX, or nothing left of it). */
+static int local_put(struct line_cache *lc, uint64_t lo, uint64_t hi, bool found, const struct sym_result *res)
+{
+	size_t i = upper(lc->local, lc->n_local, lo);
+	int r;
+
+	if (lc->n_local >= LOCAL_MAX)
+		return 0;
+	if (i > 0 && lc->local[i - 1].hi > lo)
+		lo = lc->local[i - 1].hi;
+	if (i < lc->n_local && lc->local[i].lo < hi)
+		hi = lc->local[i].lo;
+	if (lo >= hi)
+		return 0;
+	if (lc->n_local == lc->cap_local) {
+		size_t cap = lc->cap_local ? 2 * lc->cap_local : 64;
+		struct line_entry *p = reallocarray(lc->local, cap, sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		lc->local = p;
+		lc->cap_local = cap;
+	}
+	memmove(lc->local + i + 1, lc->local + i, (lc->n_local - i) * sizeof(*lc->local));
+	r = entry_make(lc, &lc->local[i], lo, hi, found, res);
+	if (r < 0) {
+		memmove(lc->local + i, lc->local + i + 1, (lc->n_local - i) * sizeof(*lc->local));
+		return r;
+	}
+	lc->n_local++;
+	return 1;
+}
+
+int lines_put(struct elf_file *f, uint64_t vaddr, uint64_t lo, uint64_t hi, bool found, const struct sym_result *res)
 {
 	struct line_cache *lc = cache_of(f);
 	struct line_entry e;
@@ -195,7 +247,14 @@ int lines_put(struct elf_file *f, uint64_t vaddr, bool found, const struct sym_r
 
 	if (!lc)
 		return -ENOMEM;
-	if (lc->n >= LINES_MAX || lines_find(f, vaddr))
+	if (lines_find(f, vaddr))
+		return 0;
+	if (lo <= vaddr && vaddr < hi) {
+		r = local_put(lc, lo, hi, found, res);
+		if (r != 0)
+			return r;
+	}
+	if (lc->n >= LINES_MAX)
 		return 0;
 	if (2 * (lc->n + 1) > lc->cap && grow(lc) < 0)
 		return -ENOMEM;
@@ -278,9 +337,12 @@ void lines_free(struct elf_file *f)
 		return;
 	for (size_t i = 0; i < lc->cap; i++)
 		free(lc->slots[i].inlined);
+	for (size_t i = 0; i < lc->n_local; i++)
+		free(lc->local[i].inlined);
 	for (size_t i = 0; i < lc->n_ranges; i++)
 		free(lc->ranges[i].inlined);
 	free(lc->slots);
+	free(lc->local);
 	free(lc->ranges);
 	free(lc);
 	f->lines = NULL;
@@ -290,12 +352,13 @@ size_t lines_bytes(const struct elf_file *f)
 {
 	const struct line_cache *lc = f->lines;
 
-	return lc ? sizeof(*lc) + (lc->cap + lc->cap_ranges) * sizeof(*lc->slots) + lc->inlined_bytes : 0;
+	return lc ? sizeof(*lc) + (lc->cap + lc->cap_local + lc->cap_ranges) * sizeof(*lc->slots) + lc->inlined_bytes :
+		    0;
 }
 
 size_t lines_count(const struct elf_file *f)
 {
-	return f->lines ? f->lines->n + f->lines->n_ranges : 0;
+	return f->lines ? f->lines->n + f->lines->n_local + f->lines->n_ranges : 0;
 }
 
 bool lines_sorted(const struct elf_file *f)
@@ -304,6 +367,9 @@ bool lines_sorted(const struct elf_file *f)
 
 	for (size_t i = 0; lc && i < lc->n_ranges; i++)
 		if (lc->ranges[i].lo >= lc->ranges[i].hi || (i && lc->ranges[i].lo < lc->ranges[i - 1].hi))
+			return false;
+	for (size_t i = 0; lc && i < lc->n_local; i++)
+		if (lc->local[i].lo >= lc->local[i].hi || (i && lc->local[i].lo < lc->local[i - 1].hi))
 			return false;
 	return !lc || !lc->unsorted;
 }
@@ -384,6 +450,29 @@ void learned_add(struct dwarf_open *o, const struct elf_file *f, uint64_t lo, ui
 	}
 }
 
+void learned_take(struct dwarf_open *o, uint8_t **ret, size_t *ret_len)
+{
+	/* what could not be written down, counted for the daemon: a record with no key */
+	if (o->learn_dropped) {
+		size_t need = o->learned_len + sizeof(uint16_t) + sizeof(uint64_t);
+		uint8_t *p = need > o->learned_cap ? realloc(o->learned, need) : o->learned;
+
+		if (p) {
+			uint16_t kl = 0;
+			uint64_t n = o->learn_dropped;
+
+			o->learned = p;
+			o->learned_cap = MAX(o->learned_cap, need);
+			put_bytes(o, &kl, sizeof(kl));
+			put_bytes(o, &n, sizeof(n));
+		}
+	}
+	*ret = o->learned;
+	*ret_len = o->learned_len;
+	o->learned = NULL;
+	o->learned_len = o->learned_cap = 0;
+}
+
 struct reader {
 	const uint8_t *p, *end;
 	bool bad;
@@ -443,23 +532,34 @@ static bool take_str(struct reader *rd, struct name_table *names, const char **r
 	return *ret != NULL;
 }
 
-int lines_learn(struct file_cache *c, struct name_table *names, const uint8_t *p, size_t n, size_t *ret_kept)
+int lines_learn(struct file_cache *c, struct name_table *names, const uint8_t *p, size_t n, size_t *ret_kept,
+		uint64_t *ret_dropped)
 {
 	struct reader rd = { p, p + n, false };
-	struct elf_file *f = NULL;
-	size_t kept = 0, before = 0;
+	struct elf_file **touched = NULL;
+	size_t n_touched = 0, cap_touched = 0, *before = NULL, kept = 0;
+	uint64_t dropped = 0;
 	int r = 0;
 
+	*ret_kept = 0;
+	*ret_dropped = 0;
+	if (n > LEARNED_BYTES_MAX + 64)
+		return -EBADMSG; /* more than a job writes */
 	while (rd.p < rd.end && !rd.bad) {
 		char key[FILE_KEY_MAX];
 		size_t kl = (size_t)take_uint(&rd, sizeof(uint16_t));
-		const void *k = kl < sizeof(key) ? take(&rd, kl) : NULL;
+		const void *k;
 		struct sym_result res = {};
 		uint64_t lo, hi;
 		const uint8_t *flags;
-		struct elf_file *g;
+		struct elf_file *f;
 		bool ok;
 
+		if (!rd.bad && kl == 0) {
+			dropped += take_uint(&rd, sizeof(uint64_t)); /* what the job could not write down */
+			continue;
+		}
+		k = kl < sizeof(key) ? take(&rd, kl) : NULL;
 		if (!k) {
 			rd.bad = true;
 			break;
@@ -489,31 +589,55 @@ int lines_learn(struct file_cache *c, struct name_table *names, const uint8_t *p
 		}
 		if (rd.bad)
 			break;
-		g = cache_get(c, key);
-		if (!ok || !g || g->dwarf_fd < 0)
-			continue; /* the names did not fit; the file is gone */
-		if (g != f) {
-			/* a job writes a file's records one after another, mostly */
-			if (f && f->lines) {
-				lines_sort(f->lines);
-				kept += f->lines->n_ranges - MIN(before, f->lines->n_ranges);
+		f = cache_get(c, key);
+		if (!f || f->dwarf_fd < 0)
+			continue; /* the file is gone meanwhile */
+		if (!ok) {
+			dropped++; /* its names did not fit */
+			continue;
+		}
+		if (!f->lines || !f->lines->touched) {
+			/* each file sorted once, at the end: a job's records go from file to file */
+			if (n_touched == cap_touched) {
+				size_t cap = cap_touched ? 2 * cap_touched : 16;
+				struct elf_file **t = reallocarray(touched, cap, sizeof(*t));
+				size_t *b = reallocarray(before, cap, sizeof(*b));
+
+				if (t)
+					touched = t;
+				if (b)
+					before = b;
+				if (!t || !b) {
+					r = -ENOMEM;
+					break;
+				}
+				cap_touched = cap;
 			}
-			f = g;
-			before = f->lines ? f->lines->n_ranges : 0;
-			if (f->lines)
-				lines_sort(f->lines);
-			before = f->lines ? f->lines->n_ranges : 0;
+			if (!cache_of(f)) {
+				r = -ENOMEM;
+				break;
+			}
+			touched[n_touched] = f;
+			before[n_touched++] = f->lines->n_ranges;
+			f->lines->touched = true;
 		}
 		r = range_add(f, lo, hi, flags[0], &res);
 		if (r < 0)
 			break;
+		dropped += r == 0; /* LINES_MAX */
 		r = 0;
 	}
-	if (f && f->lines) {
-		lines_sort(f->lines);
-		kept += f->lines->n_ranges - MIN(before, f->lines->n_ranges);
+	for (size_t i = 0; i < n_touched; i++) {
+		struct line_cache *lc = touched[i]->lines;
+
+		lines_sort(lc);
+		lc->touched = false;
+		kept += lc->n_ranges > before[i] ? lc->n_ranges - before[i] : 0;
 	}
+	free(touched);
+	free(before);
 	*ret_kept = kept;
+	*ret_dropped = dropped;
 	if (r < 0)
 		return r;
 	return rd.bad ? -EBADMSG : 0;

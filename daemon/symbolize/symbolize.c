@@ -291,21 +291,24 @@ bool symbolizer_over_budget(struct symbolizer *s, uint64_t size)
 
 void symbolizer_learned(struct symbolizer *s, uint8_t **ret, size_t *ret_len)
 {
-	struct dwarf_open *o = &s->cache.dwarf;
-
-	*ret = o->learned;
-	*ret_len = o->learned_len;
-	o->learned = NULL;
-	o->learned_len = o->learned_cap = 0;
+	learned_take(&s->cache.dwarf, ret, ret_len);
 }
 
 int symbolizer_learn(struct symbolizer *s, const uint8_t *data, size_t len)
 {
+	uint64_t dropped = 0;
 	size_t kept = 0;
 	int r;
 
-	r = lines_learn(&s->cache, &s->names, data, len, &kept);
+	/* within symbolizer_mb, as what is read of files is (a range takes about the bytes of
+	 * its record, twice over) */
+	if (s->budget && symbolizer_bytes(s) + 2 * (uint64_t)len > s->budget) {
+		s->learn_rejected++;
+		return 0;
+	}
+	r = lines_learn(&s->cache, &s->names, data, len, &kept, &dropped);
 	s->learned += kept;
+	s->learn_dropped += dropped;
 	if (r < 0)
 		s->learn_rejected++;
 	return r;
@@ -341,7 +344,7 @@ void symbolizer_info(const struct symbolizer *s, struct symbolizer_info *ret)
 		.dwarf_over_budget = s->cache.dwarf.over_budget,
 		.dwarf_cached = s->cache.dwarf.cached,
 		.dwarf_learned = s->learned,
-		.dwarf_learn_dropped = s->cache.dwarf.learn_dropped + s->learn_rejected,
+		.dwarf_learn_dropped = s->cache.dwarf.learn_dropped + s->learn_dropped + s->learn_rejected,
 		.dwarf_bytes = s->cache.dwarf.bytes,
 		.dwarf_preopened_bytes = dwarf_preopened_bytes(),
 		.names_bytes = name_table_bytes(&s->demangled) + name_table_bytes(&s->names),

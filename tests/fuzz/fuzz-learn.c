@@ -36,6 +36,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct file_cache cache = {};
 	struct name_table names = {};
 	size_t kept = 0, again = 0;
+	uint64_t dropped = 0;
 	struct elf_file *f;
 	int r;
 
@@ -45,7 +46,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	f->dwarf_fd = 0; /* has DWARF (never opened here: learning reads no file) */
 	if (cache_put_file(&cache, keys, 1, f) < 0)
 		abort();
-	r = lines_learn(&cache, &names, data, size, &kept);
+	r = lines_learn(&cache, &names, data, size, &kept, &dropped);
 	CHECK(r == 0 || r == -EBADMSG || r == -ENOMEM);
 	CHECK(kept == lines_count(f));
 	CHECK(lines_sorted(f));
@@ -72,7 +73,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			check_str(res.inlined[i].file);
 		}
 	}
-	(void)lines_learn(&cache, &names, data, size, &again);
+	(void)lines_learn(&cache, &names, data, size, &again, &dropped);
 	CHECK(again == 0);
 	f->dwarf_fd = -1;
 	elf_file_unref(&cache, f);

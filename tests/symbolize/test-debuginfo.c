@@ -535,6 +535,13 @@ static int learned_job(struct symbolizer *s, const struct child *c, uint64_t wan
 				CHECK(!strcmp(ra.inlined[i].function, rb.inlined[i].function) &&
 				      ra.inlined[i].line == rb.inlined[i].line);
 			CHECK(!rb.debuginfo_failed);
+		} else {
+			/* the job itself keeps the range of what it looked up: another byte of that
+			 * call instruction is not looked up again */
+			struct sym_result rc;
+
+			CHECK_EQ_INT(symbolizer_resolve(s, c->pid, child_value(c, "ret") - 3, false, &rc), 1);
+			CHECK(rc.file && rc.n_inlined == 2);
 		}
 		symbolizer_info(s, &info);
 		CHECK_EQ_U64(info.dwarf_lookups, want_lookups);
@@ -760,7 +767,7 @@ static int test_lines_learned(void)
 	CHECK_EQ_INT(symbolizer_refresh_process(s, c.pid), 0);
 
 	/* a job looks its two addresses up; the daemon keeps what it found */
-	CHECK_EQ_INT(learned_job(s, &c, 2, 0, false, &learned, &len), 0);
+	CHECK_EQ_INT(learned_job(s, &c, 2, 1, false, &learned, &len), 0);
 	symbolizer_info(s, &info);
 	CHECK_EQ_U64(info.dwarf_lookups, 0); /* the job's, not this process's */
 	CHECK_EQ_U64(info.dwarf_lines, 0);
