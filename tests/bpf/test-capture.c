@@ -1027,6 +1027,30 @@ struct pipe_ctx {
 	uint64_t t_read, t_done;
 };
 
+/* Waits up to 5 s for thread TID of this process to sleep in syscall NR
+ * (/proc/PID/task/TID/syscall: the number first, while it is blocked in it). */
+static bool wait_in_syscall(pid_t tid, long nr)
+{
+	char path[64], buf[128];
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
+	for (int i = 0; i < 5000; i++) {
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+
+		if (fd >= 0)
+			close(fd);
+		if (n > 0) {
+			buf[n] = 0;
+			/* "running", or "-1 ..." when it sleeps outside a syscall */
+			if (buf[0] >= '0' && buf[0] <= '9' && strtol(buf, NULL, 10) == nr)
+				return true;
+		}
+		usleep(1000);
+	}
+	return false;
+}
+
 static void *pipe_writer(void *arg)
 {
 	struct pipe_ctx *p = arg;
@@ -1036,7 +1060,10 @@ static void *pipe_writer(void *arg)
 	p->writer = syscall(SYS_gettid);
 	while (!__atomic_load_n(&p->reader, __ATOMIC_ACQUIRE))
 		usleep(100);
-	usleep(2000); /* the reader is in read() by now */
+	/* until the reader sleeps in its read(): a loaded machine (CI, ASan) can hold it off
+	 * the CPU between its start and the call for longer than any fixed wait */
+	if (!wait_in_syscall(p->reader, SYS_read))
+		fprintf(stderr, "the reader is not in read() after 5 s; writing anyway\n");
 	nanosleep(&ts, NULL);
 	if (write(p->fd[1], "x", 1) != 1)
 		abort();

@@ -27,14 +27,6 @@ uida=$(id -u "$ua")
 
 as() { local u=$1; shift; setpriv --reuid="$u" --regid=nogroup --groups="$grp" "$@"; }
 hctl() { local u=$1; shift; as "$u" "$HOSTPROFCTL" --socket "$sock" "$@"; }
-# spawn USER COMMAND...: runs it as USER in the background; its pid in $spawned
-spawn() {
-	local u=$1
-	shift
-	setpriv --reuid="$u" --regid=nogroup --clear-groups "$@" &
-	spawned=$!
-	bg_pids+=("$spawned")
-}
 
 # a set-uid and a set-gid copy of sleep, and a program that makes itself undumpable
 cp "$(command -v sleep)" "$tmp/suid-sleep" && chmod 4755 "$tmp/suid-sleep"
@@ -45,7 +37,7 @@ start_daemon --socket-group "$grp" --snapshot-dir "$tmp/snaps" --trigger 'ex:off
 	--watch-thread "nomatch$$"
 
 # --- 1. an exec of a set-uid program ---
-spawn "$ua" bash -c "sleep 1.5; exec $tmp/suid-sleep 2"
+spawn_as "$ua" bash -c "sleep 1.5; exec $tmp/suid-sleep 2"
 p1=$spawned
 sleep 0.3
 expect_rc 0 "$ua watches its own process" -- hctl "$ua" watch --pid "$p1"
@@ -76,12 +68,12 @@ else
 fi
 
 # --- 3. set-gid and undumpable processes ---
-spawn "$ua" "$tmp/sgid-sleep" 30
+spawn_as "$ua" "$tmp/sgid-sleep" 30
 p3=$spawned
 sleep 0.3
 expect_rc 4 "a set-gid process (group shadow) is refused to its user" -- hctl "$ua" watch --pid "$p3"
 expect_match "not dumpable|group" "the refusal says why"
-spawn "$ua" perl -e 'syscall(157, 4, 0, 0, 0, 0); sleep 30' # prctl(PR_SET_DUMPABLE, 0), x86_64
+spawn_as "$ua" perl -e 'syscall(157, 4, 0, 0, 0, 0); sleep 30' # prctl(PR_SET_DUMPABLE, 0), x86_64
 p4=$spawned
 sleep 0.3
 if [ "$(stat -c %u "/proc/$p4/status")" = 0 ]; then
@@ -92,7 +84,7 @@ else
 fi
 
 # --- 9. another user's process, and a launcher ---
-spawn "$ub" sleep 30
+spawn_as "$ub" sleep 30
 pb=$spawned
 bash -c "setpriv --reuid=$ua --regid=nogroup --clear-groups sleep 30 & wait" &
 launcher=$!
@@ -104,7 +96,7 @@ expect_rc 4 "$ua may not watch root's launcher" -- hctl "$ua" watch --pid "$laun
 expect_match "its child pid [0-9]+ \(sleep\) is yours" "the refusal names the child that is $ua's"
 
 # --- 4. kernel addresses: never to a peer that is not root ---
-spawn "$ua" perl -e 'while (1) { select(undef, undef, undef, 0.002) }' # off-CPU 2 ms: kernel stacks
+spawn_as "$ua" perl -e 'while (1) { select(undef, undef, undef, 0.002) }' # off-CPU 2 ms: kernel stacks
 pk=$spawned
 sleep 0.2
 hctl "$ua" watch --pid "$pk" >/dev/null
@@ -133,7 +125,7 @@ grow=$(( (rss1 - rss0) / 1048576 ))
 
 # --- 6. snapshot streams per user ---
 # a process with a history larger than a socket holds, so a stream nobody reads stays open
-spawn "$ua" perl -e 'while (1) { select(undef, undef, undef, 0.0001) }'
+spawn_as "$ua" perl -e 'while (1) { select(undef, undef, undef, 0.0001) }'
 pa=$spawned
 sleep 0.2
 hctl "$ua" watch --pid "$pa" >/dev/null

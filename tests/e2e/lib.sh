@@ -33,6 +33,21 @@ finish() {
 require_root() { [ "$(id -u)" = 0 ] || skip "needs root (BPF)"; [ -r /sys/kernel/btf/vmlinux ] || skip "no BTF"; }
 
 ctl() { "$HOSTPROFCTL" --socket "$sock" "$@"; }
+# spawn_as USER COMMAND...: runs COMMAND as USER (no groups) in the background, its pid in
+# $spawned, and returns once setpriv has exec'd it: until then the process is setpriv's,
+# undumpable after its setuid, and a watch of it is refused as root's
+spawn_as() {
+	local u=$1 i
+	shift
+	setpriv --reuid="$u" --regid=nogroup --clear-groups "$@" &
+	spawned=$!
+	bg_pids+=("$spawned")
+	for ((i = 0; i < 500; i++)); do
+		[ "$(cat "/proc/$spawned/comm" 2>/dev/null)" != setpriv ] && return 0
+		sleep 0.01
+	done
+	fail "spawn_as $u $1: still setpriv after 5 s"
+}
 
 # expect_rc RC DESCRIPTION -- COMMAND...: runs it, output in $out
 expect_rc() {

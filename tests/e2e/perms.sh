@@ -13,7 +13,7 @@ mkdir -m 777 "$tmp/out"
 
 as_user() { setpriv --reuid=nobody --regid=nogroup --groups="$grp" "$@"; }
 sleep 60 & root_proc=$!; bg_pids+=("$root_proc")
-setpriv --reuid=nobody --regid=nogroup --clear-groups sleep 60 & user_proc=$!; bg_pids+=("$user_proc")
+spawn_as nobody sleep 60; user_proc=$spawned
 sleep 0.2
 
 expect_rc 2 "a --socket-group that does not exist" -- "$HOSTPROFD" --config /dev/null --socket "$sock" --socket-group no-such-group-$$

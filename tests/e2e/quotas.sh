@@ -27,14 +27,6 @@ uidb=$(id -u "$ub")
 
 as() { local u=$1; shift; setpriv --reuid="$u" --regid=nogroup --groups="$grp" "$@"; }
 hctl() { local u=$1; shift; as "$u" "$HOSTPROFCTL" --socket "$sock" "$@"; }
-# spawn USER COMMAND...: runs it as USER in the background; its pid in $spawned
-spawn() {
-	local u=$1
-	shift
-	setpriv --reuid="$u" --regid=nogroup --clear-groups "$@" &
-	spawned=$!
-	bg_pids+=("$spawned")
-}
 # field PID JQ: of that process in root's status
 field() { ctl status --json | jq -r "[.processes[] | select(.pid == $1)][0] | $2"; }
 
@@ -44,7 +36,7 @@ start_daemon --socket-group "$grp" --watch-thread none --trigger none --syscalls
 	--memory-mb 8 --buffer-mb 8 --user-memory-mb 2 --user-watched 4
 
 # --- 1. one user's flood does not evict another's history ---
-spawn "$ub" bash -c 'sleep 0.5; exec dd if=/dev/zero of=/dev/null bs=1 count=3000 status=none'
+spawn_as "$ub" bash -c 'sleep 0.5; exec dd if=/dev/zero of=/dev/null bs=1 count=3000 status=none'
 pb=$spawned
 expect_rc 0 "$ub watches its process" -- hctl "$ub" watch --pid "$pb"
 wait "$pb"
@@ -54,7 +46,7 @@ bytes_b=$(field "$pb" .bytes)
 [ "$events_b" -ge 6000 ] && ok "$ub's process has its history ($events_b events, $bytes_b bytes)" \
 	|| fail "$ub's process has $events_b events, want at least its 6000 syscalls"
 
-spawn "$ua" bash -c 'sleep 0.3; exec dd if=/dev/zero of=/dev/null bs=1 count=300000 status=none'
+spawn_as "$ua" bash -c 'sleep 0.3; exec dd if=/dev/zero of=/dev/null bs=1 count=300000 status=none'
 pa=$spawned
 expect_rc 0 "$ua watches its flooding process" -- hctl "$ua" watch --pid "$pa"
 wait "$pa"
@@ -78,7 +70,7 @@ echo "note: $ua's flood: $qa_dropped records not kept (it evicts its own oldest 
 
 # --- 2. at most user_watched processes of a user ---
 mine=()
-for _ in 1 2 3 4 5; do spawn "$ua" sleep 60; mine+=("$spawned"); done
+for _ in 1 2 3 4 5; do spawn_as "$ua" sleep 60; mine+=("$spawned"); done
 sleep 0.2
 for i in 0 1 2 3; do
 	expect_rc 0 "$ua watches process $((i + 1)) of 4" -- hctl "$ua" watch --pid "${mine[$i]}"
@@ -88,14 +80,14 @@ expect_match "at once \(user_watched\)" "the refusal names the quota"
 expect_rc 0 "root watches $ua's 5th" -- ctl watch --pid "${mine[4]}"
 sleep 60 & rootp=$!; bg_pids+=("$rootp")
 expect_rc 0 "root watches its own" -- ctl watch --pid "$rootp"
-spawn "$ub" sleep 60
+spawn_as "$ub" sleep 60
 expect_rc 0 "$ub's quota is its own: it watches its process" -- hctl "$ub" watch --pid "$spawned"
 # root's watch of the 5th counts as $ua's: it unwatches two to watch one more
 expect_rc 0 "$ua unwatches one" -- hctl "$ua" unwatch --pid "${mine[0]}"
 expect_rc 0 "$ua unwatches another" -- hctl "$ua" unwatch --pid "${mine[1]}"
 
 # children the kernel watches past the quota: not watched, counted
-spawn "$ua" bash -c 'sleep 0.5; for i in $(seq 8); do sleep 30 & done; wait'
+spawn_as "$ua" bash -c 'sleep 0.5; for i in $(seq 8); do sleep 30 & done; wait'
 forker=$spawned
 expect_rc 0 "$ua watches a process that forks 8 children" -- hctl "$ua" watch --pid "$forker"
 sleep 1.5

@@ -12,7 +12,7 @@ as_user() { setpriv --reuid=nobody --regid=nogroup --groups="$grp" "$@"; }
 
 start_daemon --socket-group "$grp" --watch-thread none --trigger none --snapshot-dir "$tmp/snaps"
 sleep 60 & target=$!; bg_pids+=("$target")
-setpriv --reuid=nobody --regid=nogroup --clear-groups sleep 60 & mine=$!; bg_pids+=("$mine")
+spawn_as nobody sleep 60; mine=$spawned
 sleep 0.2
 
 expect_rc 0 "watch --pid" -- ctl watch --pid "$target"
@@ -79,7 +79,7 @@ take_pid() {
 # nobody's process exits, root's takes its pid and runs; nobody's history has none of it
 cp "$SLEEPER" "$tmp/pidreuser"
 mkdir "$tmp/nobody" && chown nobody "$tmp/nobody"
-setpriv --reuid=nobody --regid=nogroup --clear-groups sleep 60 & old=$!; bg_pids+=("$old")
+spawn_as nobody sleep 60; old=$spawned
 sleep 0.2
 expect_rc 0 "nobody watches its process" -- as_user "$HOSTPROFCTL" --socket "$sock" watch --pid "$old"
 sleep 0.2
