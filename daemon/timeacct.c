@@ -39,29 +39,40 @@ const char *timeacct_cause_key(enum lost_cause c)
 	return c < LOST_MAX ? cause_keys[c] : "?";
 }
 
-static bool has_prefix(const char *s, const char *p)
-{
-	return !strncmp(s, p, strlen(p));
-}
+/* S starts with the literal P: no call, no strlen (this runs at every switch drained) */
+#define has_prefix(s, p) (!memcmp((s), (p), sizeof(p) - 1))
 
-/* What kind of task had the CPU, as report_causes.c tells them apart (its emit_wait()). */
+/* What kind of task had the CPU, as report_causes.c tells them apart (its emit_wait()).
+ * Most names start with none of the letters below: one byte decides. */
 static enum lost_cause task_class(uint32_t tid, uint32_t pid, const char *comm, int32_t prio, uint32_t policy)
 {
 	static pid_t self;
-	char name[HP_COMM_LEN + 1];
 
 	if (!self)
 		self = getpid();
 	if (tid == 0)
 		return LOST_THROTTLE; /* the idle task: nothing runnable there, it was throttled */
-	memcpy(name, comm, HP_COMM_LEN);
-	name[HP_COMM_LEN] = 0;
-	if (pid == (uint32_t)self || has_prefix(name, "hostprofd") || !strcmp(name, "hostprofctl"))
+	if (pid == (uint32_t)self)
 		return LOST_HOSTPROF;
-	if (has_prefix(name, "ksoftirqd/") || has_prefix(name, "irq/"))
-		return LOST_IRQ;
-	if (has_prefix(name, "migration/"))
-		return LOST_MIGRATION;
+	/* comm is HP_COMM_LEN bytes, NUL-padded: the prefixes below are shorter */
+	switch (comm[0]) {
+	case 'h':
+		if (has_prefix(comm, "hostprofd") || !strncmp(comm, "hostprofctl", HP_COMM_LEN))
+			return LOST_HOSTPROF;
+		break;
+	case 'k':
+		if (has_prefix(comm, "ksoftirqd/"))
+			return LOST_IRQ;
+		break;
+	case 'i':
+		if (has_prefix(comm, "irq/"))
+			return LOST_IRQ;
+		break;
+	case 'm':
+		if (has_prefix(comm, "migration/"))
+			return LOST_MIGRATION;
+		break;
+	}
 	if (policy == 1 || policy == 2 || policy == 6 || prio < 100)
 		return LOST_RT;
 	return LOST_CFS;
