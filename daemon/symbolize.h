@@ -181,6 +181,7 @@ struct symbolizer_info {
 	uint64_t dwarf_opened, dwarf_failed,
 		dwarf_evicted; /* opened for lookups, unreadable (here and when read), closed for room */
 	uint64_t dwarf_lookups, dwarf_over_budget;
+	uint64_t dwarf_around; /* of the lookups, a job's of the rows beside one it looked up (handed back with it) */
 	uint64_t dwarf_cached; /* lookups answered by what lookups before found (no DWARF opened for them) */
 	uint64_t dwarf_lines; /* addresses, and address ranges, whose lookup is kept, in all files */
 	uint64_t dwarf_learned; /* of them, handed back by snapshot jobs (symbolizer_learn) */

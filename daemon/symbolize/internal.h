@@ -75,6 +75,8 @@
 #define DWARF_UNITS_MAX (1u << 20) /* compilation units indexed per file (no .debug_aranges) */
 #define DWARF_RANGES_MAX (4u << 20) /* their address ranges, and the functions' */
 #define DWARF_DIES_MAX (16u << 20) /* DIEs looked at to index a file's functions */
+#define AROUND_MAX 32 /* ranges a job learns each way beside one it looked up, in its function */
+#define AROUND_NS (2 * NSEC_PER_MSEC) /* CPU time for them, per lookup */
 #define DWARF_BUDGET_NS (10 * NSEC_PER_SEC) /* CPU time for DWARF per process that resolves (a snapshot job) */
 #define NAMES_BYTES_MAX (64u << 20) /* demangled and interned names kept */
 #define DEMANGLE_IN_MAX 4096 /* longer mangled names are not demangled */
@@ -285,6 +287,7 @@ struct dwarf_open {
 	uint64_t spent_ns;
 	uint64_t opened, failed, evicted, lookups, over_budget;
 	uint64_t cached; /* lookups answered by a file's line cache */
+	uint64_t around; /* of the lookups, those of rows beside one a job looked up (learn_around) */
 	pid_t owner; /* the process whose lookups are kept at once; others (jobs) write them down */
 	uint8_t *learned; /* written down, for symbolizer_learned() (lines.c) */
 	size_t learned_len, learned_cap;
@@ -353,6 +356,8 @@ int dwarf_lookup(struct file_cache *c, struct name_table *names, struct elf_file
 const struct line_entry *lines_find(const struct elf_file *f, uint64_t vaddr);
 /* e into ret, as dwarf_lookup() would have put it; what it returned. */
 int lines_apply(const struct line_entry *e, struct sym_result *ret);
+/* The addresses e answers: [*lo, *hi). */
+void lines_extent(const struct line_entry *e, uint64_t *lo, uint64_t *hi);
 /* What a lookup found (its function: the one DWARF names) into ret, which may name one already. */
 void lines_merge(const struct sym_result *found, struct sym_result *ret);
 /* A lookup of vaddr (found: it said 1) kept, for the addresses [lo, hi) that look up alike

@@ -115,6 +115,12 @@ const struct line_entry *lines_find(const struct elf_file *f, uint64_t vaddr)
 	return i > 0 && vaddr < lc->ranges[i - 1].hi ? &lc->ranges[i - 1] : NULL;
 }
 
+void lines_extent(const struct line_entry *e, uint64_t *lo, uint64_t *hi)
+{
+	*lo = e->lo;
+	*hi = e->hi;
+}
+
 void lines_merge(const struct sym_result *found, struct sym_result *ret)
 {
 	if (!ret->function && found->function) {

@@ -341,6 +341,7 @@ void symbolizer_info(const struct symbolizer *s, struct symbolizer_info *ret)
 		.dwarf_failed = s->cache.dwarf.failed + dwarf_preopen_failed(),
 		.dwarf_evicted = s->cache.dwarf.evicted,
 		.dwarf_lookups = s->cache.dwarf.lookups,
+		.dwarf_around = s->cache.dwarf.around,
 		.dwarf_over_budget = s->cache.dwarf.over_budget,
 		.dwarf_cached = s->cache.dwarf.cached,
 		.dwarf_learned = s->learned,
