@@ -173,9 +173,15 @@ static int cmp_row_ts(const void *a, const void *b, void *ts)
 	return x < y ? -1 : x > y;
 }
 
+/* By start, then row. A snapshot's tables are in time order, so a list made in row order
+ * mostly is already: looked at first, sorted only if not. */
 static void rows_sort(struct rows *l, const uint64_t *ts)
 {
-	qsort_r_safe(l->r, l->n, sizeof(*l->r), cmp_row_ts, (void *)ts);
+	for (size_t i = 1; i < l->n; i++)
+		if (cmp_row_ts(&l->r[i - 1], &l->r[i], (void *)ts) > 0) {
+			qsort_r_safe(l->r, l->n, sizeof(*l->r), cmp_row_ts, (void *)ts);
+			return;
+		}
 }
 
 /* The first position of l whose row starts at or after t. */

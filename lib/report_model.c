@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "hps.h"
+#include "keysort.h"
 #include "macro.h"
 #include "report_internal.h"
 #include "snapview.h"
@@ -370,6 +371,62 @@ static int cmp_rq_wait(const void *a, const void *b)
 	return x->end < y->end ? -1 : x->end > y->end;
 }
 
+/* Fewer than this: qsort (keysort's counting passes cost more for a few). */
+#define KEYSORT_MIN 64
+
+/* Pairs for keysort(), and the room it needs; NULL without memory: the caller sorts as before. */
+static struct keyed *keyed_new(size_t n)
+{
+	return malloc(2 * MAX(n, (size_t)1) * sizeof(struct keyed));
+}
+
+/* A thread's runqueue waits, ascending (for the percentiles). */
+static void sort_rq(uint64_t *rq, size_t n)
+{
+	_cleanup_free_ struct keyed *v = n >= KEYSORT_MIN ? keyed_new(n) : NULL;
+
+	if (!v) {
+		qsort_safe(rq, n, sizeof(*rq), cmp_u64);
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		v[i] = (struct keyed){ rq[i], 0 };
+	keysort(v, v + n, n);
+	for (size_t i = 0; i < n; i++)
+		rq[i] = v[i].key;
+}
+
+/* m->waits as cmp_rq_wait orders them: by end, then thread, then begin, each stable. */
+static int sort_waits(struct model *m)
+{
+	size_t n = m->n_waits;
+	_cleanup_free_ struct keyed *v = n >= KEYSORT_MIN ? keyed_new(n) : NULL;
+	struct rq_wait *sorted;
+
+	if (!v) {
+		qsort_safe(m->waits, n, sizeof(*m->waits), cmp_rq_wait);
+		return 0;
+	}
+	sorted = malloc(n * sizeof(*sorted));
+	if (!sorted)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		v[i] = (struct keyed){ m->waits[i].end, i };
+	keysort(v, v + n, n);
+	for (size_t i = 0; i < n; i++)
+		v[i].key = m->waits[v[i].val].thread;
+	keysort(v, v + n, n);
+	for (size_t i = 0; i < n; i++)
+		v[i].key = m->waits[v[i].val].begin;
+	keysort(v, v + n, n);
+	for (size_t i = 0; i < n; i++)
+		sorted[i] = m->waits[v[i].val];
+	free(m->waits);
+	m->waits = sorted;
+	m->cap_waits = n;
+	return 0;
+}
+
 static int analyze_switches(struct model *m)
 {
 	const Hostprof__Snapshot *s = m->snap;
@@ -450,10 +507,9 @@ static int analyze_switches(struct model *m)
 				return r;
 		}
 		qsort_safe(w->culprits, w->n_culprits, sizeof(*w->culprits), model_cmp_culprit);
-		qsort_safe(w->rq, w->n_rq, sizeof(*w->rq), cmp_u64);
+		sort_rq(w->rq, w->n_rq);
 	}
-	qsort_safe(m->waits, m->n_waits, sizeof(*m->waits), cmp_rq_wait);
-	return 0;
+	return sort_waits(m);
 }
 
 static int analyze_migrations(struct model *m)
@@ -563,9 +619,21 @@ static int analyze_syscalls(struct model *m)
 		}
 	}
 	for (size_t i = 0; i < m->n; i++) {
-		qsort_r_safe(m->t[i].syscalls, m->t[i].n_syscalls, sizeof(size_t), cmp_syscall_row,
-			     (void *)sc);
-		qsort_r_safe(m->t[i].hists, m->t[i].n_hists, sizeof(size_t), cmp_hist, (void *)s);
+		struct wthread *w = &m->t[i];
+		size_t ns = w->n_syscalls;
+		_cleanup_free_ struct keyed *v = ns >= KEYSORT_MIN ? keyed_new(ns) : NULL;
+
+		if (v) {
+			/* longest first: the complement ascending; rows in order, so ties by row */
+			for (size_t k = 0; k < ns; k++)
+				v[k] = (struct keyed){ ~sc->dur_ns[w->syscalls[k]], w->syscalls[k] };
+			keysort(v, v + ns, ns);
+			for (size_t k = 0; k < ns; k++)
+				w->syscalls[k] = v[k].val;
+		} else {
+			qsort_r_safe(w->syscalls, ns, sizeof(size_t), cmp_syscall_row, (void *)sc);
+		}
+		qsort_r_safe(w->hists, w->n_hists, sizeof(size_t), cmp_hist, (void *)s);
 	}
 	return 0;
 }
@@ -635,6 +703,7 @@ static int analyze_offcpu(struct model *m)
 	const Hostprof__OffCpuTable *t = m->snap->offcpu;
 	size_t n = t ? t->n_ts_delta : 0, nrows = 0;
 	_cleanup_free_ size_t *rows = NULL;
+	_cleanup_free_ struct keyed *v = NULL;
 	int r;
 
 	r = hps_abs_times(m->snap->start_ns, t ? t->ts_delta : NULL, n, &m->off_ts);
@@ -646,7 +715,19 @@ static int analyze_offcpu(struct model *m)
 	for (size_t i = 0; i < n; i++)
 		if (model_thread(m, t->pid[i], t->tid[i]))
 			rows[nrows++] = i;
-	qsort_r_safe(rows, nrows, sizeof(*rows), cmp_offcpu_row, (void *)t);
+	if (nrows >= KEYSORT_MIN && (v = keyed_new(nrows))) {
+		/* as cmp_offcpu_row: by stacks, then (stable) by thread; rows are in order */
+		for (size_t k = 0; k < nrows; k++)
+			v[k] = (struct keyed){ (uint64_t)t->ustack[rows[k]] << 32 | t->kstack[rows[k]], rows[k] };
+		keysort(v, v + nrows, nrows);
+		for (size_t k = 0; k < nrows; k++)
+			v[k].key = t->tid[v[k].val];
+		keysort(v, v + nrows, nrows);
+		for (size_t k = 0; k < nrows; k++)
+			rows[k] = v[k].val;
+	} else {
+		qsort_r_safe(rows, nrows, sizeof(*rows), cmp_offcpu_row, (void *)t);
+	}
 	for (size_t k = 0; k < nrows; k++) {
 		size_t i = rows[k];
 		struct wthread *w = model_thread(m, t->pid[i], t->tid[i]);
