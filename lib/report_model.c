@@ -396,7 +396,17 @@ static void sort_rq(uint64_t *rq, size_t n)
 		rq[i] = v[i].key;
 }
 
-/* m->waits as cmp_rq_wait orders them: by end, then thread, then begin, each stable. */
+static int cmp_wait_tie(const void *a, const void *b, void *waits)
+{
+	const struct keyed *x = a, *y = b;
+	const struct rq_wait *w = waits;
+	int c = cmp_rq_wait(&w[x->val], &w[y->val]);
+
+	return c ? c : (x->val < y->val ? -1 : x->val > y->val);
+}
+
+/* m->waits as cmp_rq_wait orders them (ties as they came): by begin, stable, then the few
+ * that begin together by thread and end. */
 static int sort_waits(struct model *m)
 {
 	size_t n = m->n_waits;
@@ -411,14 +421,13 @@ static int sort_waits(struct model *m)
 	if (!sorted)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)
-		v[i] = (struct keyed){ m->waits[i].end, i };
+		v[i] = (struct keyed){ m->waits[i].begin, i };
 	keysort(v, v + n, n);
-	for (size_t i = 0; i < n; i++)
-		v[i].key = m->waits[v[i].val].thread;
-	keysort(v, v + n, n);
-	for (size_t i = 0; i < n; i++)
-		v[i].key = m->waits[v[i].val].begin;
-	keysort(v, v + n, n);
+	for (size_t i = 0, j; i < n; i = j) {
+		for (j = i + 1; j < n && v[j].key == v[i].key; j++)
+			;
+		qsort_r_safe(v + i, j - i, sizeof(*v), cmp_wait_tie, m->waits);
+	}
 	for (size_t i = 0; i < n; i++)
 		sorted[i] = m->waits[v[i].val];
 	free(m->waits);
