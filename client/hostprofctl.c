@@ -753,10 +753,13 @@ static int recv_stream(struct conn *c, struct received *rv, uint64_t *ret_events
  * 212 ms of CPU; as folded, which needs no model, 25 keeps its peak RSS 16 MiB lower) */
 #define HEAP_PREFAULT_TENTHS 25
 #define HEAP_PREFAULT_MODEL_TENTHS 50
+#define SUMMARY_THREAD "acl_thread" /* whose preemptions the summary line counts */
 /* the formats whose export builds the model */
 #define MODEL_FORMATS (1u << FMT_PERFETTO | 1u << FMT_REPORT | 1u << FMT_REPORT_JSON)
 /* set by a command that builds the model of what it reads */
 static bool model_expected;
+/* the snapshot command's summary line builds it where the snapshot names SUMMARY_THREAD */
+static bool model_if_named;
 #define HEAP_PREFAULT_BLOCK (8u << 20) /* from the heap: the mmap threshold is set above it */
 #define HEAP_PREFAULT_MAX (256u << 20)
 
@@ -784,6 +787,10 @@ static void heap_prefault(size_t hps_bytes)
 /* The snapshot hostprofd sent, decoded. */
 static int unpack_received(const struct received *rv, Hostprof__Snapshot **ret_snap)
 {
+	struct hps_peek pk;
+
+	if (model_if_named && !model_expected && hps_peek(rcv_data(rv), rcv_len(rv), SUMMARY_THREAD, &pk) == 0)
+		model_expected = pk.named;
 	heap_prefault(rcv_len(rv));
 	if (hps_unpack(rcv_data(rv), rcv_len(rv), ret_snap) < 0)
 		return fail(EXIT_FAILURE, "hostprofd sent a snapshot that does not parse");
@@ -842,7 +849,6 @@ static int write_formats(const Hostprof__Snapshot *snap, const uint8_t *raw, siz
 	return 0;
 }
 
-#define SUMMARY_THREAD "acl_thread" /* whose preemptions the summary line counts */
 
 static void print_counts(uint32_t pid, uint64_t events, uint64_t start_ns, uint64_t end_ns, size_t n_threads)
 {
@@ -976,7 +982,8 @@ static int cmd_snapshot(int argc, char **argv)
 	sreq.rank = (char *)args.rank;
 	sreq.job = (char *)args.job;
 	sreq.has_fd = sreq.fd = true; /* a memfd: no bytes through the daemon's loop */
-	model_expected = true; /* the summary line is the model's */
+	model_expected = args.formats & MODEL_FORMATS;
+	model_if_named = true;
 	req.body_case = HOSTPROF__REQUEST__BODY_SNAPSHOT;
 	req.snapshot = &sreq;
 	if (args.formats == 1u << FMT_HPS) {
