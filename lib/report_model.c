@@ -413,13 +413,11 @@ static int sort_waits(struct model *m)
 	_cleanup_free_ struct keyed *v = n >= KEYSORT_MIN ? keyed_new(n) : NULL;
 	struct rq_wait *sorted;
 
-	if (!v) {
+	sorted = v ? malloc(n * sizeof(*sorted)) : NULL;
+	if (!sorted) {
 		qsort_safe(m->waits, n, sizeof(*m->waits), cmp_rq_wait);
 		return 0;
 	}
-	sorted = malloc(n * sizeof(*sorted));
-	if (!sorted)
-		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)
 		v[i] = (struct keyed){ m->waits[i].begin, i };
 	keysort(v, v + n, n);

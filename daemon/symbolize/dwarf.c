@@ -915,14 +915,17 @@ static void learn_around(struct dwarf_open *o, struct name_table *names, struct 
 	uint64_t fn_lo = 0, fn_hi = UINT64_MAX, a, l, h, t0 = cpu_now_ns();
 	Dwarf_Die fn, cu;
 
-	if (f->dwarf->fns_partial || !find_function(f->dwarf, pc, &fn, &cu, &fn_lo, &fn_hi))
+	/* the rows beside are a guess: they never crowd out the addresses a job looks up */
+	if (learned_half_full(o) || f->dwarf->fns_partial || !find_function(f->dwarf, pc, &fn, &cu, &fn_lo, &fn_hi))
 		return;
 	a = hi;
-	for (unsigned i = 0; i < AROUND_MAX && a < fn_hi && cpu_now_ns() - t0 < AROUND_NS; i++, a = h)
+	for (unsigned i = 0; i < AROUND_MAX && a < fn_hi && cpu_now_ns() - t0 < AROUND_NS && !learned_half_full(o);
+	     i++, a = h)
 		if (!learn_one(o, names, f, a, &l, &h) || h <= a)
 			break;
 	a = lo;
-	for (unsigned i = 0; i < AROUND_MAX && a > fn_lo && cpu_now_ns() - t0 < AROUND_NS; i++, a = l)
+	for (unsigned i = 0; i < AROUND_MAX && a > fn_lo && cpu_now_ns() - t0 < AROUND_NS && !learned_half_full(o);
+	     i++, a = l)
 		if (!learn_one(o, names, f, a - 1, &l, &h) || l >= a)
 			break;
 }

@@ -372,6 +372,8 @@ size_t lines_count(const struct elf_file *f);
 bool lines_sorted(const struct elf_file *f);
 /* In a job: a lookup written down in o->learned for the daemon, with [lo, hi), the addresses
  * that look up alike (counted in learn_dropped where not). */
+/* Half of what a job may write down is taken: the rest is kept for the addresses it looks up. */
+bool learned_half_full(const struct dwarf_open *o);
 void learned_add(struct dwarf_open *o, const struct elf_file *f, uint64_t lo, uint64_t hi, bool found,
 		 const struct sym_result *res);
 /* What o->learned holds, handed over (with what could not be written down, counted). */

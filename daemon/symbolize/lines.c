@@ -456,6 +456,11 @@ void learned_add(struct dwarf_open *o, const struct elf_file *f, uint64_t lo, ui
 	}
 }
 
+bool learned_half_full(const struct dwarf_open *o)
+{
+	return o->learned_len > LEARNED_BYTES_MAX / 2;
+}
+
 void learned_take(struct dwarf_open *o, uint8_t **ret, size_t *ret_len)
 {
 	/* what could not be written down, counted for the daemon: a record with no key */

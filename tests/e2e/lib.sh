@@ -34,19 +34,24 @@ require_root() { [ "$(id -u)" = 0 ] || skip "needs root (BPF)"; [ -r /sys/kernel
 
 ctl() { "$HOSTPROFCTL" --socket "$sock" "$@"; }
 # spawn_as USER COMMAND...: runs COMMAND as USER (no groups) in the background, its pid in
-# $spawned, and returns once setpriv has exec'd it: until then the process is setpriv's,
-# undumpable after its setuid, and a watch of it is refused as root's
+# $spawned, and returns once it runs as USER in COMMAND: before, the process is the
+# shell's fork (root's) or setpriv (root's, then USER's but undumpable after its setuid),
+# and a watch of it is refused as root's
 spawn_as() {
-	local u=$1 i
+	local u=$1 uid i
 	shift
+	uid=$(id -u "$u")
 	setpriv --reuid="$u" --regid=nogroup --clear-groups "$@" &
 	spawned=$!
 	bg_pids+=("$spawned")
 	for ((i = 0; i < 500; i++)); do
-		[ "$(cat "/proc/$spawned/comm" 2>/dev/null)" != setpriv ] && return 0
+		if [ "$(cat "/proc/$spawned/comm" 2>/dev/null)" != setpriv ] &&
+			awk -v u="$uid" '/^Uid:/ { found = $2 == u } END { exit !found }' "/proc/$spawned/status" 2>/dev/null; then
+			return 0
+		fi
 		sleep 0.01
 	done
-	fail "spawn_as $u $1: still setpriv after 5 s"
+	fail "spawn_as $u $1: not running as $u after 5 s"
 }
 
 # expect_rc RC DESCRIPTION -- COMMAND...: runs it, output in $out
