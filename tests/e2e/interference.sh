@@ -241,14 +241,24 @@ softirq)
 	# in ksoftirqd while it waited
 	[ "$(((cnt + waited) * 100))" -ge "$((netrx * 90))" ] && ok "with the $waited that ran while it waited, >= 90% of them" ||
 		fail "$cnt + $waited attributed of the $netrx NET_RX softirqs CPU 1 ran"
-	# What interrupted it while it kept its CPU is time it saw itself lose (gaps > 5 us), so
-	# the attributed time is at most that. The rest of the loss is what no tracer in the
-	# guest sees: the RPS IPI's delivery, irq entry and exit, the hypervisor's exits, from
-	# a quarter to three quarters of the loss from one run to the next on this kind of VM.
+	# What interrupted it while it was on its CPU is time it saw itself lose (gaps > 5 us),
+	# and what ran while it waited for ksoftirqd lies in the gaps in which it was switched
+	# out. The workload tells those apart by its context switch count across a gap, so a
+	# softirq that began while it ran and ended in a switch (to ksoftirqd, when NET_RX
+	# outgrows irq exit) puts its whole gap among the switched ones: the time while running
+	# is bounded by all it lost, not by the gaps it kept the CPU through alone (781 ms
+	# attributed against 617 ms of those in one CI run, all of it within the 1694 ms lost).
+	# The rest of the loss is what no tracer in the guest sees: the RPS IPI's delivery, irq
+	# entry and exit, the hypervisor's exits.
 	slack=$((cnt * 5000))
-	[ "$all" -le "$((irq_lost + slack))" ] && ok "interrupt time $((all / 1000)) us <= the $((irq_lost / 1000)) us it lost while it kept the CPU (+5 us per gap)" ||
-		fail "interrupt time $all ns > lost $irq_lost ns + $slack"
-	# so the reference for the time is perf's: every NET_RX of CPU 1 in the window, timed from
+	lost=$(truth lost_ns)
+	switched=$(truth switched_lost_ns)
+	[ "$all" -le "$((lost + slack))" ] && ok "interrupt time $((all / 1000)) us <= the $((lost / 1000)) us it lost (+5 us per gap)" ||
+		fail "interrupt time $all ns > lost $lost ns + $slack"
+	[ "$waited_ns" -le "$((switched + waited * 5000))" ] &&
+		ok "NET_RX while it waited, $((waited_ns / 1000)) us <= the $((switched / 1000)) us it lost switched out" ||
+		fail "NET_RX while waiting $waited_ns ns > switched out $switched ns + $((waited * 5000))"
+	# The reference for the time is perf's: every NET_RX of CPU 1 in the window, timed from
 	# its own softirq_entry to softirq_exit, ran either while the spinner ran or while it
 	# waited for ksoftirqd
 	echo "perf: $perf_n NET_RX on CPU 1 in the window, $((perf_ns / 1000)) us; hostprof: $((got / 1000)) us while running, $((waited_ns / 1000)) us while waiting"
