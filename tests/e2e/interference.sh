@@ -226,7 +226,6 @@ softirq)
 			END { printf "%d %d\n", sum, n }')
 	read -r perf_ns perf_n <<<"$perf_ns"
 	netrx=$(truth netrx_c)
-	irq_lost=$(truth irq_lost_ns)
 	got=$(num '[.interference.irqs.while_running.by[] | select(.kind == "softirq" and .name == "NET_RX")] | map(.time_ns) | add // 0')
 	cnt=$(num '[.interference.irqs.while_running.by[] | select(.kind == "softirq" and .name == "NET_RX")] | map(.count) | add // 0')
 	all=$(num '.interference.irqs.while_running.time_ns')
