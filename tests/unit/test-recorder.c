@@ -930,6 +930,83 @@ static void test_negative_duration(void)
 	recorder_free(rec);
 }
 
+/*
+ * A table's rows come out in time order however late each CPU's records arrived: CPU 0's a
+ * few places late (put back in place), CPU 1's in reverse (past the budget of moves: the
+ * whole run sorted), the two CPUs' records interleaved in arrival order and across chunks.
+ * Each record once, with its own time (its id in from_cpu).
+ */
+#define SORT_N0 3000
+#define SORT_N1 1000
+
+static void test_sort_late(void)
+{
+	struct recorder *rec = recorder_new(&big);
+	struct snapshot_ctx ctx = { .end_ns = 9 * SEC };
+	uint64_t want[SORT_N0 + SORT_N1], cpu0[SORT_N0];
+	bool seen[SORT_N0 + SORT_N1] = {};
+	uint32_t self = getpid();
+	Hostprof__Snapshot *snap = NULL;
+	uint8_t *data = NULL;
+	uint64_t events = 0;
+	struct proc_rec *p;
+	size_t len = 0;
+
+	CHECK_EQ_INT(recorder_watch(rec, self, HP_WATCH_PID, 0, SEC, &p), 0);
+	/* CPU 0: in order, but each third record swapped with the one up to 5 places on */
+	for (size_t i = 0; i < SORT_N0; i++)
+		cpu0[i] = i;
+	for (size_t i = 0; i + 5 < SORT_N0; i += 3) {
+		size_t j = i + 1 + i % 5;
+		uint64_t t = cpu0[i];
+
+		cpu0[i] = cpu0[j];
+		cpu0[j] = t;
+	}
+	for (size_t i = 0, i0 = 0, i1 = 0; i < SORT_N0 + SORT_N1; i++) {
+		bool one = i % 3 == 2 && i1 < SORT_N1;
+		uint64_t id = one ? SORT_N0 + (SORT_N1 - 1 - i1++) : cpu0[i0++];
+		uint64_t ts = 2 * SEC + (id < SORT_N0 ? id * 10 : (id - SORT_N0) * 20 + 5);
+		union record r;
+		struct hp_migrate *e = rec_init(&r, HP_EV_MIGRATE, sizeof(*e), ts);
+
+		r.hdr.cpu = one;
+		e->tid = e->pid = self;
+		e->from_cpu = id;
+		want[id] = ts;
+		CHECK_EQ_INT(recorder_append(rec, &r.hdr), 0);
+	}
+	CHECK(chunks_of(p) > 1);
+	CHECK_EQ_INT(snapshot_build(p, &ctx, &data, &len, &events), 0);
+	CHECK_EQ_U64(events, SORT_N0 + SORT_N1);
+	CHECK_EQ_INT(hps_unpack(data, len, &snap), 0);
+	CHECK(snap && snap->migrations && snap->migrations->n_ts_delta == SORT_N0 + SORT_N1 &&
+	      snap->migrations->n_from_cpu == SORT_N0 + SORT_N1);
+	if (snap && snap->migrations && snap->migrations->n_ts_delta == SORT_N0 + SORT_N1 &&
+	    snap->migrations->n_from_cpu == SORT_N0 + SORT_N1) {
+		const Hostprof__MigrationTable *t = snap->migrations;
+		uint64_t ts = snap->start_ns;
+		size_t bad = 0;
+
+		for (size_t i = 0; i < t->n_ts_delta; i++) {
+			uint32_t id = t->from_cpu[i];
+
+			ts += t->ts_delta[i];
+			if (i && !t->ts_delta[i])
+				bad++; /* all times differ here: a zero delta is a row out of order */
+			if (id >= SORT_N0 + SORT_N1 || seen[id] || want[id] != ts) {
+				bad++;
+				continue;
+			}
+			seen[id] = true;
+		}
+		CHECK_EQ_U64(bad, 0);
+	}
+	hps_free(snap);
+	free(data);
+	recorder_free(rec);
+}
+
 /* An off-CPU record of self at ts: kernel frames k[0..nk), user frames u[0..nu). */
 static void append_offcpu(struct recorder *rec, uint64_t ts, const __u64 *k, size_t nk, const __u64 *u, size_t nu,
 			  uint32_t flags)
@@ -1014,6 +1091,7 @@ int main(void)
 	test_exit_record();
 	test_user_quotas();
 	test_negative_duration();
+	test_sort_late();
 	test_shared_stacks();
 	while (n_children)
 		kill_child(children[0]);
