@@ -12,10 +12,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
+#include "hugepage.h"
 #include "log.h"
 #include "syscall_names.h"
 #include "macro.h"
+#include "prefault.h"
 #include "recorder.h"
 #include "records.h"
 
@@ -47,6 +50,16 @@ struct recent_exit {
  * looked up in /proc again (a fork or a rename that watches the pid anew clears it) */
 #define RECENT_REFUSED 16
 
+/* Where chunks come from: see chunk_get() */
+struct chunk_pool {
+	struct chunk_slab *slabs;
+	size_t n, cap;
+	size_t huge;	 /* a slab's size, the huge page's; 0: no slabs, malloc */
+	size_t per_slab; /* chunks in a slab */
+	unsigned skip;	 /* chunks from malloc before the kernel is asked again */
+	bool probed;
+};
+
 struct recorder {
 	struct recorder_limits lim;
 	struct recorder_hooks hooks;
@@ -60,6 +73,7 @@ struct recorder {
 	struct proc_rec **procs; /* all, live and exited, in the order they were watched */
 	size_t n_procs, cap_procs;
 	struct pidmap live;
+	struct chunk_pool pool;
 	uint64_t bytes;
 	uint64_t events;
 	uint64_t refused;
@@ -187,7 +201,136 @@ void gil_state_done(struct gil_state *g)
 	g->n_stacks = g->next = 0;
 }
 
-static void proc_rec_free(struct proc_rec *p)
+/*
+ * Chunk memory. A snapshot's job, a child forked from the daemon, reads the window's
+ * chunks, and the first read of each of their pages in the child costs far more than the
+ * read on a paravirtualized VM, faults or not (its copied page tables walked for the
+ * first time: ~40 ms of the job's CPU for 25 MiB of 4 KiB pages at the bench's training
+ * load, ~15 ms on 2 MiB pages). So chunks come from slabs of one transparent huge page
+ * each (x86-64: 2 MiB, 32 chunks) where the kernel has free blocks of that size
+ * (hugepage.h: without them the fault would compact memory first, in the loop), a slab
+ * faulted in whole right after that check; else from malloc, as they all did before.
+ * A free chunk of a slab is taken before a new slab is made, so the slabs hold no more
+ * than the most chunks held at once, plus one; a slab goes back when all its chunks are
+ * free and another empty one is kept (a full recorder drops and takes a chunk in turn:
+ * without the spare it would make and unmake a slab every 32 chunks). After a failed
+ * check, the next is RECHECK chunks later (each reads /proc/buddyinfo).
+ */
+#define CHUNK_POOL_RECHECK 64
+
+struct chunk_slab {
+	uint8_t *base;
+	uint64_t free; /* a bit per chunk: free */
+};
+
+static uint64_t slab_all(const struct chunk_pool *pool)
+{
+	return pool->per_slab == 64 ? UINT64_MAX : (UINT64_C(1) << pool->per_slab) - 1;
+}
+
+static void pool_init(struct chunk_pool *pool)
+{
+	size_t huge = huge_page_size();
+
+	pool->probed = true;
+	if (huge && huge % RECORDER_CHUNK == 0 && huge / RECORDER_CHUNK >= 2 && huge / RECORDER_CHUNK <= 64) {
+		pool->huge = huge;
+		pool->per_slab = huge / RECORDER_CHUNK;
+	}
+}
+
+static struct chunk_slab *slab_new(struct chunk_pool *pool)
+{
+	struct chunk_slab *s;
+	uint8_t *m, *a;
+
+	if (pool->n == pool->cap) {
+		size_t cap = pool->cap ? pool->cap * 2 : 16;
+
+		s = realloc(pool->slabs, cap * sizeof(*s));
+		if (!s)
+			return NULL;
+		pool->slabs = s;
+		pool->cap = cap;
+	}
+	m = mmap(NULL, 2 * pool->huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return NULL;
+	a = (uint8_t *)(((uintptr_t)m + pool->huge - 1) & ~(uintptr_t)(pool->huge - 1));
+	if (a > m)
+		(void)munmap(m, a - m);
+	if (a + pool->huge < m + 2 * pool->huge)
+		(void)munmap(a + pool->huge, m + 2 * pool->huge - (a + pool->huge));
+	(void)madvise(a, pool->huge, MADV_HUGEPAGE);
+	prefault(a, pool->huge);
+	s = &pool->slabs[pool->n++];
+	s->base = a;
+	s->free = slab_all(pool);
+	return s;
+}
+
+static struct chunk *chunk_get(struct chunk_pool *pool)
+{
+	struct chunk_slab *s = NULL;
+	unsigned bit;
+
+	if (!pool->probed)
+		pool_init(pool);
+	for (size_t i = 0; i < pool->n && !s; i++)
+		if (pool->slabs[i].free)
+			s = &pool->slabs[i];
+	if (!s && pool->huge) {
+		if (pool->skip)
+			pool->skip--;
+		else if (huge_pages_free_for(pool->huge))
+			s = slab_new(pool);
+		else
+			pool->skip = CHUNK_POOL_RECHECK;
+	}
+	if (!s)
+		return malloc(RECORDER_CHUNK);
+	bit = (unsigned)__builtin_ctzll(s->free);
+	s->free &= ~(UINT64_C(1) << bit);
+	return (struct chunk *)(s->base + (size_t)bit * RECORDER_CHUNK);
+}
+
+static void chunk_put(struct chunk_pool *pool, struct chunk *c)
+{
+	const uint64_t all = slab_all(pool);
+	size_t i, empty = 0;
+
+	for (i = 0; i < pool->n; i++)
+		if ((uint8_t *)c >= pool->slabs[i].base && (uint8_t *)c < pool->slabs[i].base + pool->huge)
+			break;
+	if (i == pool->n) {
+		free(c);
+		return;
+	}
+	pool->slabs[i].free |= UINT64_C(1) << (((uint8_t *)c - pool->slabs[i].base) / RECORDER_CHUNK);
+	if (pool->slabs[i].free != all)
+		return;
+	for (size_t k = 0; k < pool->n; k++)
+		empty += pool->slabs[k].free == all;
+	if (empty < 2)
+		return;
+	(void)munmap(pool->slabs[i].base, pool->huge);
+	pool->slabs[i] = pool->slabs[--pool->n];
+}
+
+static void pool_free(struct chunk_pool *pool)
+{
+	for (size_t i = 0; i < pool->n; i++)
+		(void)munmap(pool->slabs[i].base, pool->huge);
+	free(pool->slabs);
+	*pool = (struct chunk_pool){};
+}
+
+size_t recorder_slab_bytes(const struct recorder *rec)
+{
+	return rec->pool.n * rec->pool.huge;
+}
+
+static void proc_rec_free(struct recorder *rec, struct proc_rec *p)
 {
 	struct chunk *c, *next;
 
@@ -196,7 +339,7 @@ static void proc_rec_free(struct proc_rec *p)
 	gil_state_done(&p->gil);
 	for (c = p->head; c; c = next) {
 		next = c->next;
-		free(c);
+		chunk_put(&rec->pool, c);
 	}
 	free(p->threads);
 	free(p->cmdline);
@@ -210,11 +353,12 @@ void recorder_free(struct recorder *rec)
 	if (!rec)
 		return;
 	for (size_t i = 0; i < rec->n_procs; i++)
-		proc_rec_free(rec->procs[i]);
-	proc_rec_free(rec->host);
+		proc_rec_free(rec, rec->procs[i]);
+	proc_rec_free(rec, rec->host);
 	free(rec->procs);
 	free(rec->users);
 	pidmap_free(&rec->live);
+	pool_free(&rec->pool);
 	free(rec);
 }
 
@@ -510,7 +654,7 @@ static int watch_proc(struct recorder *rec, uint32_t pid, uint32_t reason, uint3
 		struct proc_rec **v = realloc(rec->procs, cap * sizeof(*v));
 
 		if (!v) {
-			proc_rec_free(p);
+			proc_rec_free(rec, p);
 			return -ENOMEM;
 		}
 		rec->procs = v;
@@ -518,7 +662,7 @@ static int watch_proc(struct recorder *rec, uint32_t pid, uint32_t reason, uint3
 	}
 	r = pidmap_put(&rec->live, pid, p);
 	if (r < 0) {
-		proc_rec_free(p);
+		proc_rec_free(rec, p);
 		return r;
 	}
 	rec->procs[rec->n_procs++] = p;
@@ -571,7 +715,7 @@ static void drop_head(struct recorder *rec, struct proc_rec *p, bool for_space)
 		if (u)
 			u->bytes -= RECORDER_CHUNK;
 	}
-	free(c);
+	chunk_put(&rec->pool, c);
 }
 
 /* The process, of uid's (any's: NULL), whose oldest chunk is the oldest; NULL if none. */
@@ -658,7 +802,7 @@ static void append_to(struct recorder *rec, struct proc_rec *p, const struct hp_
 			p->evicted++;
 			return;
 		}
-		c = malloc(RECORDER_CHUNK);
+		c = chunk_get(&rec->pool);
 		if (!c) {
 			p->evicted++;
 			return;
@@ -1014,7 +1158,7 @@ void recorder_tick(struct recorder *rec, uint64_t now, void (*gone_fn)(void *ud,
 			recent_forget(rec, p);
 			/* out of the array before freed_fn looks into it (recorder_find) */
 			rec->procs[i] = NULL;
-			proc_rec_free(p);
+			proc_rec_free(rec, p);
 			/* freed_fn may look processes up (recorder_find): not while procs[] still
 			 * holds this one */
 			if (freed_fn && !freed)
@@ -1086,7 +1230,7 @@ void recorder_stop(struct recorder *rec, struct proc_rec *p, uint64_t now)
 int recorder_enable_host(struct recorder *rec, bool on)
 {
 	if (!on) {
-		proc_rec_free(rec->host);
+		proc_rec_free(rec, rec->host);
 		rec->host = NULL;
 		return 0;
 	}

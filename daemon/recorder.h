@@ -183,6 +183,9 @@ struct proc_rec *recorder_at(const struct recorder *rec, size_t i);
 
 /* Chunk memory of the processes (the --cpus host recorder is not counted). */
 uint64_t recorder_bytes(const struct recorder *rec);
+/* The huge-page slabs that chunks come from, free chunks in them too (0 where the kernel
+ * has no transparent huge pages, or had no free blocks of them). */
+size_t recorder_slab_bytes(const struct recorder *rec);
 /* Records appended, and refused. */
 uint64_t recorder_events(const struct recorder *rec);
 uint64_t recorder_refused(const struct recorder *rec);

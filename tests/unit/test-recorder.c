@@ -33,6 +33,7 @@
 #include "hps.h"
 #include "recorder.h"
 #include "records.h"
+#include "hugepage.h"
 #include "snapshot.h"
 #include "syscall_names.h"
 
@@ -931,6 +932,55 @@ static void test_negative_duration(void)
 }
 
 /*
+ * Chunks come from huge-page slabs where the kernel has them free: 40 chunks fill two
+ * slabs, all but one of them go back when the chunks go (the spare is kept), and the next
+ * chunks take the spare before a new slab. Where the kernel has no free huge pages (or no
+ * THP), chunks come from malloc and no slab is held.
+ */
+#define SLAB_CHUNKS 40
+
+static void test_slabs(void)
+{
+	struct recorder *rec = recorder_new(&big);
+	size_t huge = huge_pages_free_for(4u << 20), per_slab = huge / RECORDER_CHUNK;
+	uint32_t self = getpid();
+	struct proc_rec *p;
+
+	CHECK_EQ_INT(recorder_watch(rec, self, HP_WATCH_PID, 0, SEC, &p), 0);
+	for (size_t i = 0; i < SLAB_CHUNKS; i++)
+		fill_chunk(rec, self, SEC + i * MIGRATES_PER_CHUNK);
+	CHECK_EQ_U64(chunks_of(p), SLAB_CHUNKS);
+	if (!huge || per_slab < 2 || per_slab > 64 || huge % RECORDER_CHUNK) {
+		printf("test-recorder: no free transparent huge pages here: chunks from malloc, slabs not checked\n");
+		CHECK_EQ_U64(recorder_slab_bytes(rec), 0);
+		recorder_free(rec);
+		return;
+	}
+	CHECK_EQ_U64(recorder_slab_bytes(rec), ((SLAB_CHUNKS + per_slab - 1) / per_slab) * huge);
+	{
+		uintptr_t first = (uintptr_t)p->head & ~(uintptr_t)(huge - 1);
+		size_t in_first = 0, misaligned = 0;
+
+		for (const struct chunk *c = p->head; c; c = c->next) {
+			in_first += ((uintptr_t)c & ~(uintptr_t)(huge - 1)) == first;
+			misaligned += (uintptr_t)c % RECORDER_CHUNK != 0;
+		}
+		CHECK_EQ_U64(in_first, per_slab); /* the first slab, whole, before the next */
+		CHECK_EQ_U64(misaligned, 0);
+	}
+	/* every chunk ages out: one slab is kept */
+	recorder_tick(rec, 100 * SEC, NULL, NULL, NULL);
+	CHECK_EQ_U64(chunks_of(p), 0);
+	CHECK_EQ_U64(recorder_slab_bytes(rec), huge);
+	for (size_t i = 0; i < per_slab; i++)
+		fill_chunk(rec, self, 100 * SEC + i * MIGRATES_PER_CHUNK);
+	CHECK_EQ_U64(recorder_slab_bytes(rec), huge);
+	fill_chunk(rec, self, 101 * SEC);
+	CHECK_EQ_U64(recorder_slab_bytes(rec), 2 * huge);
+	recorder_free(rec);
+}
+
+/*
  * A table's rows come out in time order however late each CPU's records arrived: CPU 0's a
  * few places late (put back in place), CPU 1's in reverse (past the budget of moves: the
  * whole run sorted), the two CPUs' records interleaved in arrival order and across chunks.
@@ -1092,6 +1142,7 @@ int main(void)
 	test_user_quotas();
 	test_negative_duration();
 	test_sort_late();
+	test_slabs();
 	test_shared_stacks();
 	while (n_children)
 		kill_child(children[0]);
