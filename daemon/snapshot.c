@@ -1959,7 +1959,9 @@ static int fill_histograms(struct snap_build *b)
 	return 0;
 }
 
-/* tid → slot in the thread array, open addressing; slots hold index + 1 */
+/* tid → slot in the thread array, open addressing; slots hold index + 1. It grows with the
+ * threads met, as the array does: sized for the most a window may name (65,536 and more),
+ * both took ~9 MiB of fresh memory a snapshot for the few dozen threads a job has. */
 struct tidset {
 	uint32_t *keys, *vals;
 	size_t cap;
@@ -1969,27 +1971,65 @@ static uint32_t *tidset_slot(struct tidset *t, uint32_t tid)
 {
 	size_t i = (tid * 2654435761u) & (t->cap - 1);
 
-	while (t->keys[i] && t->keys[i] != tid)
+	while (t->vals[i] && t->keys[i] != tid)
 		i = (i + 1) & (t->cap - 1);
 	t->keys[i] = tid;
 	return &t->vals[i];
 }
 
-static void add_thread(Hostprof__Thread *buf, struct tidset *set, size_t *nt, uint32_t tid, uint32_t pid,
-		       char *comm)
+static int tidset_grow(struct tidset *t)
 {
-	uint32_t *slot = tidset_slot(set, tid);
-	Hostprof__Thread *t;
+	struct tidset n = { .cap = t->cap ? t->cap * 2 : 64 };
 
+	n.keys = calloc(n.cap, sizeof(*n.keys));
+	n.vals = calloc(n.cap, sizeof(*n.vals));
+	if (!n.keys || !n.vals) {
+		free(n.keys);
+		free(n.vals);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < t->cap; i++)
+		if (t->vals[i])
+			*tidset_slot(&n, t->keys[i]) = t->vals[i];
+	free(t->keys);
+	free(t->vals);
+	*t = n;
+	return 0;
+}
+
+struct threads {
+	struct tidset set;
+	Hostprof__Thread *v;
+	size_t n, cap;
+};
+
+static int add_thread(struct threads *th, uint32_t tid, uint32_t pid, char *comm)
+{
+	Hostprof__Thread *t;
+	uint32_t *slot;
+
+	if ((th->n + 1) * 2 > th->set.cap && tidset_grow(&th->set) < 0)
+		return -ENOMEM;
+	slot = tidset_slot(&th->set, tid);
 	if (*slot)
-		return;
-	t = &buf[*nt];
+		return 0;
+	if (th->n == th->cap) {
+		size_t cap = th->cap ? th->cap * 2 : 64;
+
+		t = realloc(th->v, cap * sizeof(*t));
+		if (!t)
+			return -ENOMEM;
+		th->v = t;
+		th->cap = cap;
+	}
+	t = &th->v[th->n];
 	hostprof__thread__init(t);
 	t->has_tid = t->has_pid = true;
 	t->tid = tid;
 	t->pid = pid;
 	t->comm = comm;
-	*slot = ++*nt;
+	*slot = ++th->n;
+	return 0;
 }
 
 /* A live dispatch thread's affinity, and its cpu cgroup and CFS bandwidth, for the report
@@ -2035,45 +2075,40 @@ static int fill_bandwidth(struct snap_build *b, const struct proc_rec *p, const 
 static int fill_threads(struct snap_build *b, const struct proc_rec *p, const struct snapshot_ctx *ctx)
 {
 	const Hostprof__SchedSwitchTable *sw = b->snap.switches;
-	size_t n = b->recs[TBL_SWITCHES].n, cap = p->n_threads + MIN(2 * n, (size_t)65536), nt = 0;
-	struct tidset set = {};
-	Hostprof__Thread *buf, **ptrs;
+	size_t n = b->recs[TBL_SWITCHES].n, max = p->n_threads + MIN(2 * n, (size_t)65536);
+	struct threads th = {};
+	Hostprof__Thread *buf;
+	Hostprof__Thread **ptrs;
+	int r = 0;
 
-	for (set.cap = 64; set.cap < 2 * (cap + 1); set.cap *= 2)
-		;
-	set.keys = calloc(set.cap, sizeof(uint32_t));
-	set.vals = calloc(set.cap, sizeof(uint32_t));
-	buf = arena_alloc(&b->a, cap * sizeof(*buf));
-	ptrs = arena_alloc(&b->a, cap * sizeof(*ptrs));
-	if (!set.keys || !set.vals || !buf || !ptrs) {
-		free(set.keys);
-		free(set.vals);
-		return -ENOMEM;
-	}
 	/* newest first, so the first time a tid is met it carries its latest name */
-	for (size_t k = n * 2; k-- > 0 && nt < cap;) {
+	for (size_t k = n * 2; k-- > 0 && th.n < max && r >= 0;) {
 		bool next = k % 2;
 		uint32_t tid = next ? sw->next_tid[k / 2] : sw->prev_tid[k / 2];
 
 		if (tid == 0)
 			continue; /* the idle task */
-		add_thread(buf, &set, &nt, tid, next ? sw->next_pid[k / 2] : sw->prev_pid[k / 2],
-			   b->strs.strs[next ? sw->next_comm[k / 2] : sw->prev_comm[k / 2]]);
+		r = add_thread(&th, tid, next ? sw->next_pid[k / 2] : sw->prev_pid[k / 2],
+			       b->strs.strs[next ? sw->next_comm[k / 2] : sw->prev_comm[k / 2]]);
 	}
-	for (size_t i = 0; i < p->n_threads && nt < cap; i++)
-		add_thread(buf, &set, &nt, p->threads[i].tid, p->info.pid, (char *)p->threads[i].comm);
-	for (size_t j = 0; j < nt; j++) {
+	for (size_t i = 0; i < p->n_threads && th.n < max && r >= 0; i++)
+		r = add_thread(&th, p->threads[i].tid, p->info.pid, (char *)p->threads[i].comm);
+	buf = arena_alloc(&b->a, MAX(th.n, (size_t)1) * sizeof(*buf));
+	ptrs = arena_alloc(&b->a, MAX(th.n, (size_t)1) * sizeof(*ptrs));
+	if (r >= 0 && (!buf || !ptrs))
+		r = -ENOMEM;
+	for (size_t j = 0; j < th.n && r >= 0; j++) {
+		buf[j] = th.v[j];
 		ptrs[j] = &buf[j];
-		if (fill_bandwidth(b, p, ctx, &buf[j]) < 0) {
-			free(set.keys);
-			free(set.vals);
-			return -ENOMEM;
-		}
+		r = fill_bandwidth(b, p, ctx, &buf[j]);
 	}
+	free(th.set.keys);
+	free(th.set.vals);
+	free(th.v);
+	if (r < 0)
+		return r;
 	b->snap.threads = ptrs;
-	b->snap.n_threads = nt;
-	free(set.keys);
-	free(set.vals);
+	b->snap.n_threads = th.n;
 	return 0;
 }
 
