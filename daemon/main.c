@@ -7,6 +7,7 @@
  * (systemd must not restart it in a loop), 1 for a failure while running.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -456,6 +457,10 @@ static int run(struct daemon *d)
 	if (r < 0)
 		return EXIT_CONFIG; /* control_new logged why */
 
+	/* what loading took and gave back (BTF, the programs' objects: ~10 MiB) back to the
+	 * kernel: the heap's top would otherwise stay resident, as glibc's trim threshold
+	 * grows with its large frees */
+	(void)malloc_trim(0);
 	(void)sd_notify(0, "READY=1\nSTATUS=capturing");
 	log_info("ready");
 	r = loop_run(d->loop);
