@@ -4,7 +4,8 @@
 # each test of /hostprof/guest-tests.txt under a timeout, and frames its output and exit
 # status on the console for tests/kernel/run-guest.sh:
 #   @@hostprof boot RELEASE MACHINE MODEL      once, before the first test
-#   @@hostprof begin NAME                      then the test's stdout and stderr
+#   @@hostprof begin NAME                      then the test's stdout and stderr (and where
+#                                              it failed, all the kernel logged meanwhile)
 #   @@hostprof end NAME RC                     RC: its exit status (137: killed at its timeout)
 #   @@hostprof summary NAME=RC...              all of them again, at the end
 #   @@hostprof done
@@ -22,6 +23,8 @@ mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 ln -s /proc/self/fd /dev/fd
 ip link set lo up 2>/dev/null
+# a soft lockup's report shows every CPU's stack, not only the stuck one's
+echo 1 >/proc/sys/kernel/softlockup_all_cpu_backtrace 2>/dev/null
 
 MODEL=
 for a in $(cat /proc/cmdline); do
@@ -42,8 +45,21 @@ summary=
 while read -r name timeout cmd; do
 	case $name in '' | '#'*) continue ;; esac
 	echo "@@hostprof begin $name"
+	klines=$(dmesg | wc -l)
+	# just before the time limit: what each CPU runs and the blocked tasks, into the kernel's
+	# log (a hung test is killed without a word of where it hung otherwise)
+	(sleep $((timeout - 3)) && echo l >/proc/sysrq-trigger && echo w >/proc/sysrq-trigger) &
+	watcher=$!
 	(cd /hostprof && eval "timeout -s KILL $timeout $cmd") </dev/null 2>&1
 	rc=$?
+	kill $watcher 2>/dev/null
+	wait $watcher 2>/dev/null
+	if [ $rc != 0 ] && [ $rc != 77 ]; then
+		# the console shows warnings and worse; a failed test gets all the kernel said
+		# meanwhile (a soft lockup's or a hung task's backtrace are below that level)
+		echo "--- the kernel's log while $name ran, every level (dmesg):"
+		dmesg | tail -n +$((klines + 1)) | tail -n 400
+	fi
 	echo "@@hostprof end $name $rc"
 	summary="$summary $name=$rc"
 done </hostprof/guest-tests.txt
