@@ -772,6 +772,8 @@ static void heap_prefault(size_t hps_bytes)
 	if (want < HEAP_PREFAULT_BLOCK)
 		return;
 	(void)mallopt(M_MMAP_THRESHOLD, HEAP_PREFAULT_BLOCK * 2);
+	/* the threads that write formats and build the model allocate from this heap too */
+	(void)mallopt(M_ARENA_MAX, 1);
 	(void)mallopt(M_TRIM_THRESHOLD, HEAP_PREFAULT_MAX * 2);
 	for (; n < ARRAY_SIZE(blocks) && n * HEAP_PREFAULT_BLOCK < want; n++) {
 		blocks[n] = malloc(HEAP_PREFAULT_BLOCK);
@@ -838,6 +840,10 @@ static int write_formats(const Hostprof__Snapshot *snap, const uint8_t *raw, siz
 	int r;
 
 	held = snap && report_model_hold(snap) >= 0; /* the report, its JSON, the trace's episodes: one model */
+	/* built beside what needs none (Perfetto's process tree and scheduler bundles, the other
+	 * formats); when that fails each writer builds it when it needs it, as before */
+	if (held && (mask & MODEL_FORMATS))
+		(void)report_model_prebuild(snap);
 	r = formats_write(snap, raw, raw_len, mask, output ? output : default_prefix, !output, 0644, &out);
 	if (held)
 		report_model_release(snap);

@@ -32,6 +32,13 @@ struct preempt_summary {
  * snapshot is held (nothing is shared then; each builds its own, as without a hold).
  */
 int report_model_hold(const Hostprof__Snapshot *snap);
+/*
+ * Builds the held model of snap on a thread of its own, while the caller goes on with what
+ * needs no model (a Perfetto trace's scheduler bundles, say); the first model_get() of it
+ * waits for that build instead of making its own. The release that follows waits for the
+ * thread. -ESRCH: snap is not held; else 0 or what pthread_create() said (nothing started).
+ */
+int report_model_prebuild(const Hostprof__Snapshot *snap);
 void report_model_release(const Hostprof__Snapshot *snap);
 
 int report_preemptions(const Hostprof__Snapshot *snap, const char *thread_glob, struct preempt_summary *ret);

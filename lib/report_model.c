@@ -1051,6 +1051,8 @@ static struct {
 	struct model m;
 	bool built;
 	size_t refs;
+	pthread_t prebuild; /* report_model_prebuild()'s thread, while prebuilding */
+	bool prebuilding;
 } shared = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 int model_get(const Hostprof__Snapshot *snap, const struct model **ret)
@@ -1127,8 +1129,46 @@ int report_model_hold(const Hostprof__Snapshot *snap)
 	return r;
 }
 
+static void *prebuild_main(void *arg)
+{
+	const struct model *m;
+
+	/* model_get() builds under the lock: a writer that asks meanwhile waits for this one */
+	if (model_get(arg, &m) >= 0)
+		model_put(m);
+	return NULL;
+}
+
+int report_model_prebuild(const Hostprof__Snapshot *snap)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&shared.lock);
+	if (!shared.refs || shared.snap != snap)
+		r = -ESRCH;
+	else if (!shared.built && !shared.prebuilding) {
+		r = -pthread_create(&shared.prebuild, NULL, prebuild_main, (void *)snap);
+		shared.prebuilding = r == 0;
+	}
+	pthread_mutex_unlock(&shared.lock);
+	return r;
+}
+
 void report_model_release(const Hostprof__Snapshot *snap)
 {
+	pthread_t t = 0;
+	bool join = false;
+
+	pthread_mutex_lock(&shared.lock);
+	if (shared.refs && shared.snap == snap && shared.prebuilding) {
+		t = shared.prebuild;
+		shared.prebuilding = false;
+		join = true;
+	}
+	pthread_mutex_unlock(&shared.lock);
+	/* the build's own reference is dropped when it ends: before this one */
+	if (join)
+		pthread_join(t, NULL);
 	pthread_mutex_lock(&shared.lock);
 	if (shared.refs && shared.snap == snap)
 		shared_put_locked();

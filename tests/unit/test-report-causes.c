@@ -22,12 +22,16 @@
  *  9. the GIL: waits for it (struct gil_wait, what the GIL capture will record) lie over
  *     the waiter's blocked and running time, by holder and function; its waits for a CPU
  *     stay the scheduler's; without them, the same snapshot is its futex waits.
+ * 10. one model while a snapshot is held (report_model_hold), whoever asks first, a thread
+ *     that builds it ahead (report_model_prebuild) included: the report is the same as
+ *     without; the release waits for that thread; another snapshot gets a model of its own.
  *
  * Usage: test-report-causes. Exit: 0 pass, 1 fail.
  */
 #include "check.h"
 #include "export-test.h"
 #include "macro.h"
+#include "report.h"
 #include "report_internal.h"
 #include "synth.h"
 
@@ -458,6 +462,53 @@ static void test_gil(void)
 	CHECK(model_build_gil(&sy.snap, &bad, 1, &m) == -EINVAL);
 }
 
+/* ---- 10. the shared model ---- */
+
+static void test_shared(void)
+{
+	Hostprof__Snapshot other = HOSTPROF__SNAPSHOT__INIT;
+	const struct model *a = NULL, *b = NULL, *c = NULL;
+	struct report_episode *ep = NULL;
+	size_t n_ep = 0;
+	Hostprof__Snapshot *s;
+	char *alone, *txt;
+
+	start();
+	synth_switch(&sy, SY_T0 + 500 * SY_MS, 1, &acl, 0x100, &cfs, 0, 0);
+	synth_switch(&sy, SY_T0 + 506 * SY_MS, 1, &cfs, 0, &rt, 0, 0);
+	synth_switch(&sy, SY_T0 + 510 * SY_MS, 1, &rt, 0x100, &acl, 10 * SY_MS, 2);
+	s = synth_finish(&sy);
+	alone = report(s, snapshot_report_text);
+	CHECK(report_model_prebuild(s) == -ESRCH); /* not held */
+	CHECK(report_model_hold(s) == 0);
+	CHECK(report_model_hold(&other) == -EBUSY);
+	CHECK(report_model_prebuild(&other) == -ESRCH);
+	CHECK(report_model_prebuild(s) == 0);
+	CHECK(report_model_prebuild(s) == 0); /* one build at a time: nothing more */
+	txt = report(s, snapshot_report_text);
+	CHECKF(alone && txt && !strcmp(alone, txt), "held and built ahead:\n%s\nalone:\n%s", txt ? txt : "",
+	       alone ? alone : "");
+	CHECK(model_get(s, &a) == 0 && model_get(s, &b) == 0);
+	CHECKF(a && a == b, "two models of a held snapshot: %p %p", (const void *)a, (const void *)b);
+	CHECK(model_get(&other, &c) == 0 && c && c != a); /* not held: its own */
+	CHECK(report_episodes(s, &ep, &n_ep) == 0 && n_ep == 1);
+	model_put(c);
+	model_put(b);
+	model_put(a);
+	report_model_release(s);
+	/* released: a model of its own again */
+	CHECK(model_get(s, &c) == 0 && c && c != a);
+	model_put(c);
+	/* built ahead and never asked for: the release waits for the thread and frees it */
+	CHECK(report_model_hold(s) == 0 && report_model_prebuild(s) == 0);
+	report_model_release(s);
+	CHECK(report_model_hold(&other) == 0); /* nothing held any more */
+	report_model_release(&other);
+	free(ep);
+	free(txt);
+	free(alone);
+}
+
 int main(void)
 {
 	test_totals();
@@ -468,5 +519,6 @@ int main(void)
 	test_nothing();
 	test_episodes();
 	test_gil();
+	test_shared();
 	return check_summary();
 }
