@@ -319,6 +319,8 @@ struct model {
 	struct frame_names fn;
 	struct wthread *t;
 	size_t n;
+	uint32_t *tid_slots; /* index + 1 of each tid in t, open addressed (0: empty) */
+	size_t tid_mask;
 	uint64_t *sw_ts, *mg_ts, *sc_ts, *off_ts;
 	uint64_t *irq_ts, *rcl_ts, *flt_ts, *lck_ts;
 	struct rq_wait *waits; /* of every thread, by begin */

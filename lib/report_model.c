@@ -72,6 +72,7 @@ void model_free(struct model *m)
 		free(w->lck);
 	}
 	free(m->t);
+	free(m->tid_slots);
 	free(m->sw_ts);
 	free(m->mg_ts);
 	free(m->sc_ts);
@@ -86,12 +87,44 @@ void model_free(struct model *m)
 	*m = (struct model){};
 }
 
+static size_t tid_hash(uint32_t tid, size_t mask)
+{
+	return (size_t)(tid * 2654435761u) & mask;
+}
+
+/* The threads' index by tid: each row of the switch table looks up two of them. */
+static int index_tids(struct model *m)
+{
+	size_t n = 16;
+
+	while (n < 2 * m->n)
+		n *= 2;
+	m->tid_slots = calloc(n, sizeof(*m->tid_slots));
+	if (!m->tid_slots)
+		return -ENOMEM;
+	m->tid_mask = n - 1;
+	for (size_t i = 0; i < m->n; i++) {
+		size_t k = tid_hash(m->t[i].tid, m->tid_mask);
+
+		while (m->tid_slots[k])
+			k = (k + 1) & m->tid_mask;
+		m->tid_slots[k] = (uint32_t)i + 1;
+	}
+	return 0;
+}
+
 struct wthread *model_thread(const struct model *m, uint32_t pid, uint32_t tid)
 {
 	size_t lo = 0, hi = m->n;
 
 	if (pid != m->snap->pid)
 		return NULL;
+	if (m->tid_slots) {
+		for (size_t k = tid_hash(tid, m->tid_mask); m->tid_slots[k]; k = (k + 1) & m->tid_mask)
+			if (m->t[m->tid_slots[k] - 1].tid == tid)
+				return &m->t[m->tid_slots[k] - 1];
+		return NULL;
+	}
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
@@ -221,6 +254,11 @@ static int model_threads(struct model *m)
 	}
 	free(tids);
 	snapview_free(&v);
+	if (m->n > UINT32_MAX - 1)
+		return -E2BIG;
+	r = index_tids(m);
+	if (r < 0)
+		return r;
 	for (size_t i = 0; i < s->n_threads; i++) {
 		const Hostprof__Thread *t = s->threads[i];
 		struct wthread *w = model_thread(m, t->pid, t->tid);
