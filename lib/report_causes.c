@@ -343,14 +343,14 @@ static bool agent_eq(const struct agent *x, const struct agent *y)
 	       x->sys_frame == y->sys_frame && x->site == y->site;
 }
 
+/* Of what agent_eq() compares: four independent products rather than a chain of ten. */
 static uint64_t agent_hash(const struct agent *a)
 {
-	uint64_t h = 1469598103934665603ull,
-		 v[] = { a->cause, a->kind,  a->tid,	      a->pid,	    a->key,
-			 a->name,  a->flags, (uint32_t)a->nr, a->sys_frame, a->site };
+	uint64_t h = ((uint64_t)a->tid << 32 | a->pid) * 0x9e3779b97f4a7c15ull;
 
-	for (size_t i = 0; i < ARRAY_SIZE(v); i++)
-		h = (h ^ v[i]) * 1099511628211ull;
+	h ^= (a->key + ((uint64_t)a->name << 32 | a->flags)) * 0xc2b2ae3d27d4eb4full;
+	h ^= ((uint64_t)(uint32_t)a->nr << 32 | a->sys_frame) * 0x165667b19e3779f9ull;
+	h ^= ((uint64_t)a->site << 16 | (uint64_t)a->cause << 8 | (uint64_t)a->kind) * 0x27d4eb2f165667c5ull;
 	return h ^ (h >> 29);
 }
 
@@ -371,11 +371,16 @@ static ssize_t agent_get(struct account *acc, enum cause c, const struct agent *
 	int r;
 
 	key.cause = c;
+	/* a thread's pieces of one cause come mostly from one agent in a row */
+	if (acc->last_ag[c] && agent_eq(&acc->ag[acc->last_ag[c] - 1], &key))
+		return (ssize_t)acc->last_ag[c] - 1;
 	if (acc->n_slots) {
 		for (k = agent_hash(&key) & (acc->n_slots - 1); acc->slots[k];
 		     k = (k + 1) & (acc->n_slots - 1))
-			if (agent_eq(&acc->ag[acc->slots[k] - 1], &key))
+			if (agent_eq(&acc->ag[acc->slots[k] - 1], &key)) {
+				acc->last_ag[c] = acc->slots[k];
 				return (ssize_t)acc->slots[k] - 1;
+			}
 	}
 	if (acc->n_ag >= UINT32_MAX - 1)
 		return -E2BIG;
@@ -399,6 +404,7 @@ static ssize_t agent_get(struct account *acc, enum cause c, const struct agent *
 	} else {
 		agent_slot(acc, acc->n_ag - 1);
 	}
+	acc->last_ag[c] = (uint32_t)acc->n_ag;
 	return (ssize_t)acc->n_ag - 1;
 }
 

@@ -210,6 +210,7 @@ struct account {
 	size_t n_ag, cap_ag;
 	uint32_t *slots; /* open addressing over ag by identity: index + 1, 0: empty */
 	size_t n_slots; /* a power of 2, at least twice n_ag */
+	uint32_t last_ag[CAUSE_MAX]; /* of each cause, the agent found last (index + 1) */
 	uint32_t *by_cause; /* agent indexes by cause, then time taken; set when done */
 	uint64_t lost_ns;
 	struct episode *ep; /* in time order */
