@@ -99,6 +99,7 @@ struct walk {
 	struct rows irq, lck, rcl, off, wake, mig, sc, gil;
 	uint64_t *cpu_run; /* by w->cpus: its running time on each */
 	uint64_t born; /* its fork in the window, else the window's start */
+	size_t sc_hint; /* model_blocking_syscall_from()'s */
 };
 
 /* An interval of interference laid over a piece: the one of highest precedence wins. */
@@ -1100,7 +1101,7 @@ static int emit_block(struct causes *cs, struct wthread *w, uint64_t a, uint64_t
 	if (c == CAUSE_FAULT) {
 		ag = (struct agent){ .kind = AG_WAIT, .nr = -1, .site = ag.site };
 	} else {
-		sc = model_blocking_syscall(m, w, a);
+		sc = model_blocking_syscall_from(m, w, a, &walk_of(cs, w)->sc_hint);
 		if (sc >= 0) {
 			ag.nr = (int32_t)s->syscalls->nr[sc];
 			ag.sys_frame = 0;

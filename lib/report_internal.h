@@ -379,6 +379,9 @@ struct culprit model_prev_task(const Hostprof__SchedSwitchTable *sw, size_t i);
 struct culprit model_next_task(const Hostprof__SchedSwitchTable *sw, size_t i);
 /* The slow syscall of this thread during which it went off the CPU at ts, or -1. */
 ssize_t model_blocking_syscall(const struct model *m, const struct wthread *w, uint64_t ts);
+/* The same, for a caller that asks in time order: *hint (0 at first) keeps where the last
+ * search ended, and the next one starts there. */
+ssize_t model_blocking_syscall_from(const struct model *m, const struct wthread *w, uint64_t ts, size_t *hint);
 
 /* ---- report_interference.c ---- */
 

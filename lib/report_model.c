@@ -1009,10 +1009,26 @@ struct culprit model_next_task(const Hostprof__SchedSwitchTable *sw, size_t i)
  */
 ssize_t model_blocking_syscall(const struct model *m, const struct wthread *w, uint64_t ts)
 {
+	size_t hint = 0;
+
+	return model_blocking_syscall_from(m, w, ts, &hint);
+}
+
+ssize_t model_blocking_syscall_from(const struct model *m, const struct wthread *w, uint64_t ts, size_t *hint)
+{
 	const Hostprof__SyscallTable *sc = m->snap->syscalls;
-	size_t lo = 0, hi = w->n_syscalls;
+	size_t lo = 0, hi = w->n_syscalls, k = MIN(*hint, w->n_syscalls);
 	ssize_t best = -1;
 
+	/* the first row that starts after ts: a few steps on from the hint, else a search */
+	if (k && m->sc_ts[w->sc_by_ts[k - 1]] <= ts) {
+		for (size_t step = 0; step < 8 && k < hi && m->sc_ts[w->sc_by_ts[k]] <= ts; step++)
+			k++;
+		if (k == hi || m->sc_ts[w->sc_by_ts[k]] > ts)
+			lo = hi = k;
+		else
+			lo = k;
+	}
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
@@ -1021,7 +1037,8 @@ ssize_t model_blocking_syscall(const struct model *m, const struct wthread *w, u
 		else
 			hi = mid;
 	}
-	for (size_t k = lo; k-- > 0 && w->sc_end_max[k] >= ts;) {
+	*hint = lo;
+	for (k = lo; k-- > 0 && w->sc_end_max[k] >= ts;) {
 		size_t i = w->sc_by_ts[k];
 
 		if (ts - m->sc_ts[i] > sc->dur_ns[i])
