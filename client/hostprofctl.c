@@ -28,6 +28,7 @@
 #include "formats.h"
 #include "framing.h"
 #include "hps.h"
+#include "hugepage.h"
 #include "jsonw.h"
 #include "macro.h"
 #include "merge.h"
@@ -763,6 +764,26 @@ static bool model_if_named;
 #define HEAP_PREFAULT_BLOCK (8u << 20) /* from the heap: the mmap threshold is set above it */
 #define HEAP_PREFAULT_MAX (256u << 20)
 
+/*
+ * The blocks just taken from the top of the heap on huge pages, where the kernel has free
+ * blocks of that size (lib/hugepage.h): faulted in 2 MiB at a time, and fewer TLB misses
+ * for what is built on them. Under a sanitizer, whose malloc is not the heap, nothing.
+ */
+static void heap_huge(void *const *blocks, size_t n)
+{
+	size_t huge = n ? huge_pages_free_for(n * HEAP_PREFAULT_BLOCK) : 0;
+	uintptr_t lo, hi, first = UINTPTR_MAX;
+
+	if (!huge)
+		return;
+	for (size_t i = 0; i < n; i++)
+		first = MIN(first, (uintptr_t)blocks[i]);
+	lo = (first + huge - 1) & ~(uintptr_t)(huge - 1);
+	hi = (uintptr_t)sbrk(0) & ~(uintptr_t)(huge - 1);
+	if (hi > lo && first < hi && hi - lo <= (n + 1) * HEAP_PREFAULT_BLOCK)
+		(void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+}
+
 static void heap_prefault(size_t hps_bytes)
 {
 	size_t tenths = model_expected ? HEAP_PREFAULT_MODEL_TENTHS : HEAP_PREFAULT_TENTHS;
@@ -779,8 +800,10 @@ static void heap_prefault(size_t hps_bytes)
 		blocks[n] = malloc(HEAP_PREFAULT_BLOCK);
 		if (!blocks[n])
 			break;
-		prefault(blocks[n], HEAP_PREFAULT_BLOCK);
 	}
+	heap_huge(blocks, n);
+	for (size_t i = 0; i < n; i++)
+		prefault(blocks[i], HEAP_PREFAULT_BLOCK);
 	while (n)
 		free(blocks[--n]);
 }
