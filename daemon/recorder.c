@@ -18,7 +18,6 @@
 #include "log.h"
 #include "syscall_names.h"
 #include "macro.h"
-#include "prefault.h"
 #include "recorder.h"
 #include "records.h"
 
@@ -206,10 +205,14 @@ void gil_state_done(struct gil_state *g)
  * chunks, and the first read of each of their pages in the child costs far more than the
  * read on a paravirtualized VM, faults or not (its copied page tables walked for the
  * first time: ~40 ms of the job's CPU for 25 MiB of 4 KiB pages at the bench's training
- * load, ~15 ms on 2 MiB pages). So chunks come from slabs of one transparent huge page
- * each (x86-64: 2 MiB, 32 chunks) where the kernel has free blocks of that size
- * (hugepage.h: without them the fault would compact memory first, in the loop), a slab
- * faulted in whole right after that check; else from malloc, as they all did before.
+ * load, ~15 ms on 2 MiB pages). So chunks come from slabs of the size of a transparent
+ * huge page each (x86-64: 2 MiB, 32 chunks), aligned to it, where the kernel has free
+ * blocks of that size (hugepage.h); else from malloc, as they all did before. A slab is
+ * faulted in 4 KiB at a time as its chunks are written, and madvised for huge pages once
+ * all of them have been handed out: khugepaged then puts it on one, on its own thread. A
+ * huge page faulted in whole in the loop stalled it for 5-10 ms a slab on the bench's VM
+ * (the hypervisor backing 2 MiB at once): 16 of them while the recorder filled, and the
+ * ring dropped records at the pipe benchmark's rate.
  * A free chunk of a slab is taken before a new slab is made, so the slabs hold no more
  * than the most chunks held at once, plus one; a slab goes back when all its chunks are
  * free and another empty one is kept (a full recorder drops and takes a chunk in turn:
@@ -221,6 +224,7 @@ void gil_state_done(struct gil_state *g)
 struct chunk_slab {
 	uint8_t *base;
 	uint64_t free; /* a bit per chunk: free */
+	bool advised; /* MADV_HUGEPAGE said: every chunk was handed out once */
 };
 
 static uint64_t slab_all(const struct chunk_pool *pool)
@@ -261,11 +265,10 @@ static struct chunk_slab *slab_new(struct chunk_pool *pool)
 		(void)munmap(m, a - m);
 	if (a + pool->huge < m + 2 * pool->huge)
 		(void)munmap(a + pool->huge, m + 2 * pool->huge - (a + pool->huge));
-	(void)madvise(a, pool->huge, MADV_HUGEPAGE);
-	prefault(a, pool->huge);
 	s = &pool->slabs[pool->n++];
 	s->base = a;
 	s->free = slab_all(pool);
+	s->advised = false;
 	return s;
 }
 
@@ -291,6 +294,10 @@ static struct chunk *chunk_get(struct chunk_pool *pool)
 		return malloc(RECORDER_CHUNK);
 	bit = (unsigned)__builtin_ctzll(s->free);
 	s->free &= ~(UINT64_C(1) << bit);
+	if (!s->free && !s->advised) {
+		(void)madvise(s->base, pool->huge, MADV_HUGEPAGE);
+		s->advised = true;
+	}
 	return (struct chunk *)(s->base + (size_t)bit * RECORDER_CHUNK);
 }
 
