@@ -102,7 +102,11 @@
  *        gaps of 1 ms or more in its running), on a child track "stall episodes" as for
  *        page faults (EPISODES_TRACK_UUID): a slice "stall 31.0 ms: 30.0 GIL, 1.0 runqueue"
  *        (inline, as page faults'), category "stall", annotations made_of (each part and
- *        who caused it), duration_ns.
+ *        who caused it), duration_ns. They come after every other thread track, each
+ *        dispatch thread's on a sequence of its own whose first packet does not describe
+ *        the thread's track again (one sequence before did, unless the thread had no other
+ *        row): they come from the diagnosis model, which the client builds on another
+ *        thread while the rest is written.
  *      - each GIL wait (GilTable): a slice "GIL wait" on the waiter's track, category
  *        "python", annotations holder_tid, holder_function ("hold_burst (gil.py:56)", and
  *        ", read after the wait" when the daemon read it as the record drained), futex_waits,

@@ -21,7 +21,10 @@
  * owner's rows of all tables are merged by time: a slice's END waits in a min-heap, and
  * goes before a BEGIN of the same nanosecond; of two slices that begin together the longer
  * goes first, so it is the outer one. The dispatch threads' stall episodes
- * (report_episodes()) are rows of that merge too, on a child track of the thread's.
+ * (report_episodes()), on a child track of the thread's, come last, each thread's on a
+ * sequence of their own that does not describe the thread's track again: they come from
+ * the diagnosis model, which the client builds on another thread meanwhile
+ * (report_model_prebuild()), and nothing before them waits for it.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -197,6 +200,7 @@ struct tracks {
 	uint64_t cat_syscall, cat_sched, cat_marker, cat_memory, cat_lock, cat_stall, cat_python;
 	struct report_episode *ep; /* the dispatch threads' stall episodes */
 	size_t n_ep;
+	bool *described; /* by owner: its track described by a sequence before */
 	/* iids by what they are made of (0: not yet) */
 	uint64_t *syscall_name; /* by nr, below n_syscall_names */
 	uint64_t state_name[STATES], state_value[STATES];
@@ -1074,6 +1078,9 @@ static int begin_sequence(struct tracks *t, size_t owner, uint64_t t0, uint32_t 
 	pbw_end(w, ted);
 	pbw_varint(w, DEFAULTS_TIMESTAMP_CLOCK_ID, PERFETTO_TRACK_CLOCK_ID);
 	pbw_end(w, defaults);
+	if (t->described[owner])
+		goto clock;
+	t->described[owner] = true;
 	td = pbw_begin(w, PACKET_TRACK_DESCRIPTOR);
 	pbw_varint(w, TRACK_DESCRIPTOR_UUID, uuid);
 	if (process) {
@@ -1092,6 +1099,7 @@ static int begin_sequence(struct tracks *t, size_t owner, uint64_t t0, uint32_t 
 	}
 	pbw_end(w, d);
 	pbw_end(w, td);
+clock:
 	r = pf_packet_end(t->e, packet);
 	if (r < 0)
 		return r;
@@ -1228,12 +1236,56 @@ static void tracks_free(struct tracks *t)
 	free(t->start);
 	free(t->ends);
 	free(t->ep);
+	free(t->described);
 	free(t);
 }
 
 static uint64_t intern_category(struct tracks *t, const char *name)
 {
 	return strtab_intern(&t->cats, name, strlen(name));
+}
+
+static int write_owners(struct tracks *t, uint32_t *nseq)
+{
+	int r = 0;
+
+	for (size_t owner = 0; r >= 0 && owner < t->nowners; owner++) {
+		size_t first = t->start[owner * KINDS], last = t->start[(owner + 1) * KINDS];
+
+		if (first == last)
+			continue;
+		r = write_owner(t, owner, owner_sequence((*nseq)++));
+	}
+	return r;
+}
+
+/* The episodes, grouped by owner as the rows were (theirs only now), each owner's on a
+ * sequence of its own. */
+static int write_episodes(struct tracks *t, uint32_t *nseq)
+{
+	size_t nowners = t->nowners;
+	int r;
+
+	for (unsigned int k = 0; k < KINDS; k++)
+		t->nrows[k] = 0;
+	free(t->owned_ts[K_EPISODE]);
+	t->owned_ts[K_EPISODE] = malloc(t->n_ep * sizeof(uint64_t));
+	t->ts[K_EPISODE] = t->owned_ts[K_EPISODE];
+	if (!t->owned_ts[K_EPISODE])
+		return -ENOMEM;
+	for (size_t i = 0; i < t->n_ep; i++) /* each thread's in time order */
+		t->owned_ts[K_EPISODE][i] = t->ep[i].begin;
+	t->nrows[K_EPISODE] = t->n_ep;
+	free(t->order);
+	free(t->start);
+	t->order = NULL;
+	t->start = NULL;
+	r = group_rows(t);
+	if (r < 0)
+		return r;
+	if (t->nowners != nowners) /* the same threads: described is theirs */
+		return -EINVAL;
+	return write_owners(t, nseq);
 }
 
 int pf_write_tracks(struct pf_exporter *e)
@@ -1261,18 +1313,17 @@ int pf_write_tracks(struct pf_exporter *e)
 	if (!t->syscall_name || !t->comm_value || !t->stack_value || !t->cat_lock || !t->cat_stall)
 		r = -ENOMEM;
 	if (r >= 0)
-		r = report_episodes(s, &t->ep, &t->n_ep);
-	if (r >= 0)
-		r = load_times(t);
+		r = load_times(t); /* no episodes yet */
 	if (r >= 0)
 		r = group_rows(t);
-	for (size_t owner = 0; r >= 0 && owner < t->nowners; owner++) {
-		size_t first = t->start[owner * KINDS], last = t->start[(owner + 1) * KINDS];
-
-		if (first == last)
-			continue;
-		r = write_owner(t, owner, owner_sequence(nseq++));
-	}
+	if (r >= 0 && !(t->described = calloc(t->nowners, sizeof(*t->described))))
+		r = -ENOMEM;
+	if (r >= 0)
+		r = write_owners(t, &nseq);
+	if (r >= 0)
+		r = report_episodes(s, &t->ep, &t->n_ep);
+	if (r >= 0 && t->n_ep)
+		r = write_episodes(t, &nseq);
 	tracks_free(t);
 	return r;
 }
