@@ -186,11 +186,9 @@ static void rows_sort(struct rows *l, const uint64_t *ts)
 		}
 }
 
-/* The first position of l whose row starts at or after t. */
-static size_t rows_lower(const struct rows *l, const uint64_t *ts, uint64_t t)
+/* The first position of l in [lo, hi) whose row starts at or after t (hi: none there). */
+static size_t rows_lower_in(const struct rows *l, const uint64_t *ts, uint64_t t, size_t lo, size_t hi)
 {
-	size_t lo = 0, hi = l->n;
-
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
@@ -202,31 +200,27 @@ static size_t rows_lower(const struct rows *l, const uint64_t *ts, uint64_t t)
 	return lo;
 }
 
+/* The first position of l whose row starts at or after t. */
+static size_t rows_lower(const struct rows *l, const uint64_t *ts, uint64_t t)
+{
+	return rows_lower_in(l, ts, t, 0, l->n);
+}
+
 /*
  * rows_lower(), from where the last seek of l ended: the walk asks of each thread's lists
  * in time order, so a seek is mostly a step or two forward (a binary search per piece was
- * some 5% of the model). Further on, or backwards, it searches.
+ * some 5% of the model). Further on it searches what is left, backwards what is before.
  */
 static size_t rows_seek(struct rows *l, const uint64_t *ts, uint64_t t)
 {
-	size_t k = MIN(l->cur, l->n), lo = 0, hi = k;
+	size_t k = MIN(l->cur, l->n);
 
-	if (!k || ts[l->r[k - 1]] < t) {
-		for (size_t step = 0; step < 8; step++, k++)
-			if (k == l->n || ts[l->r[k]] >= t)
-				return (l->cur = k);
-		lo = k;
-		hi = l->n;
-	}
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (ts[l->r[mid]] < t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return (l->cur = lo);
+	if (k && ts[l->r[k - 1]] >= t)
+		return (l->cur = rows_lower_in(l, ts, t, 0, k));
+	for (size_t step = 0; step < 8; step++, k++)
+		if (k == l->n || ts[l->r[k]] >= t)
+			return (l->cur = k);
+	return (l->cur = rows_lower_in(l, ts, t, k, l->n));
 }
 
 static void rows_free(struct rows *l)
