@@ -1263,7 +1263,6 @@ static int write_owners(struct tracks *t, uint32_t *nseq)
  * sequence of its own. */
 static int write_episodes(struct tracks *t, uint32_t *nseq)
 {
-	size_t nowners = t->nowners;
 	int r;
 
 	for (unsigned int k = 0; k < KINDS; k++)
@@ -1280,11 +1279,9 @@ static int write_episodes(struct tracks *t, uint32_t *nseq)
 	free(t->start);
 	t->order = NULL;
 	t->start = NULL;
-	r = group_rows(t);
+	r = group_rows(t); /* the same owners (the snapshot's threads): described is theirs */
 	if (r < 0)
 		return r;
-	if (t->nowners != nowners) /* the same threads: described is theirs */
-		return -EINVAL;
 	return write_owners(t, nseq);
 }
 

@@ -115,26 +115,11 @@ static int index_tids(struct model *m)
 
 struct wthread *model_thread(const struct model *m, uint32_t pid, uint32_t tid)
 {
-	size_t lo = 0, hi = m->n;
-
-	if (pid != m->snap->pid)
+	if (pid != m->snap->pid || !m->tid_slots)
 		return NULL;
-	if (m->tid_slots) {
-		for (size_t k = tid_hash(tid, m->tid_mask); m->tid_slots[k]; k = (k + 1) & m->tid_mask)
-			if (m->t[m->tid_slots[k] - 1].tid == tid)
-				return &m->t[m->tid_slots[k] - 1];
-		return NULL;
-	}
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (m->t[mid].tid == tid)
-			return &m->t[mid];
-		if (m->t[mid].tid < tid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	for (size_t k = tid_hash(tid, m->tid_mask); m->tid_slots[k]; k = (k + 1) & m->tid_mask)
+		if (m->t[m->tid_slots[k] - 1].tid == tid)
+			return &m->t[m->tid_slots[k] - 1];
 	return NULL;
 }
 
