@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Capture: open → configure → load → attach the BPF skeleton, one ring buffer per CPU,
- * drained through libbpf's ring_buffer from the daemon's loop.
+ * drained from the daemon's loop (rings.c).
  *
  * Nothing is attached that has nothing to do: the sched hooks while some process is
  * watched or --cpus is set (a context switch costs nothing more otherwise), task_rename
@@ -27,6 +27,7 @@
 #include "hostprof.skel.h"
 #include "macro.h"
 #include "records.h"
+#include "rings.h"
 
 /* The programs attached together, and when (see the comment at the top). */
 enum hook_group {
@@ -71,8 +72,9 @@ static uint64_t boot_ns(void)
 
 struct capture {
 	struct hostprof_bpf *skel;
-	struct ring_buffer *rb;
+	struct rings *rings;
 	int *ring_fds;
+	size_t wakeup_bytes; /* the programs wake the daemon when this much is queued on a ring */
 	int nr_cpus;
 	bool raw_tp;
 	bool task_storage; /* per-thread state in task storage, not the hash */
@@ -716,21 +718,13 @@ static int create_rings(struct capture *c, uint32_t ring_bytes)
 		c->ring_fds[cpu] = -1;
 	for (int cpu = 0; cpu < c->nr_cpus; cpu++) {
 		int fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "hp_ring", 0, 0, ring_bytes, NULL);
-		int r;
 
 		if (fd < 0)
 			return -errno;
 		c->ring_fds[cpu] = fd;
-		if (c->rb) {
-			r = ring_buffer__add(c->rb, fd, on_record, c);
-		} else {
-			c->rb = ring_buffer__new(fd, on_record, c, NULL);
-			r = c->rb ? 0 : -errno;
-		}
-		if (r < 0)
-			return r;
 	}
-	return 0;
+	c->rings = rings_new(c->ring_fds, c->nr_cpus, ring_bytes, on_record, c);
+	return c->rings ? 0 : -errno;
 }
 
 static int fill_rings(struct capture *c)
@@ -812,7 +806,8 @@ int capture_new(const struct capture_opts *opts, capture_record_fn fn, void *ud,
 	r = choose_task_state(c, vmlinux, opts->force_task_hash);
 	if (r < 0)
 		goto fail;
-	c->skel->rodata->wakeup_bytes = ring_bytes / 8;
+	c->wakeup_bytes = ring_bytes / 8;
+	c->skel->rodata->wakeup_bytes = c->wakeup_bytes;
 	c->skel->rodata->blocking_ok = c->blocking_ok;
 	r = bpf_map__set_max_entries(c->skel->maps.rings, c->nr_cpus);
 	if (r < 0)
@@ -861,7 +856,7 @@ void capture_free(struct capture *c)
 		bpf_link__destroy(c->gc[i].done);
 	}
 	free(c->gc);
-	ring_buffer__free(c->rb);
+	rings_free(c->rings);
 	hostprof_bpf__destroy(c->skel);
 	if (c->ring_fds)
 		for (int i = 0; i < c->nr_cpus; i++)
@@ -874,13 +869,23 @@ void capture_free(struct capture *c)
 
 int capture_fd(const struct capture *c)
 {
-	return ring_buffer__epoll_fd(c->rb);
+	return rings_fd(c->rings);
 }
 
 int capture_drain(struct capture *c)
 {
+	int64_t n;
+
 	hist_recycle(c, false);
-	return ring_buffer__consume(c->rb);
+	n = rings_drain(c->rings, 0);
+	return n < 0 ? (int)n : (int)MIN(n, (int64_t)INT_MAX);
+}
+
+int capture_drain_woken(struct capture *c)
+{
+	int64_t n = rings_drain(c->rings, c->wakeup_bytes / 2);
+
+	return n < 0 ? (int)n : (int)MIN(n, (int64_t)INT_MAX);
 }
 
 int capture_watch(struct capture *c, uint32_t pid, uint32_t reason, uint32_t parent)

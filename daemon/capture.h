@@ -25,10 +25,15 @@ typedef void (*capture_record_fn)(void *ud, const struct hp_hdr *rec);
 int capture_new(const struct capture_opts *opts, capture_record_fn fn, void *ud, struct capture **ret);
 void capture_free(struct capture *c);
 
-/* An fd that is readable when some ring buffer has data. */
+/* An fd that is readable when a program woke a ring buffer: once wakeup_bytes (an
+ * eighth of the ring) are queued on it, or at a record the daemon acts on at once. Less
+ * than that waits for the next capture_drain() (the daemon's 100 ms timer). */
 int capture_fd(const struct capture *c);
-/* Drain every ring; returns the number of records. */
+/* Drain every ring to the last record; returns the number of records. */
 int capture_drain(struct capture *c);
+/* After capture_fd was readable: drain, leaving on each ring less than half of
+ * wakeup_bytes (the daemon does not chase the programs record by record). */
+int capture_drain_woken(struct capture *c);
 
 /* Watch pid in the kernel; the hooks that only matter while something is watched are
  * attached at once (capture_set_watching). */

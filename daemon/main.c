@@ -148,7 +148,7 @@ int daemon_apply_settings(struct daemon *d)
 static int on_capture(struct io_source *src, uint32_t events)
 {
 	struct daemon *d = (struct daemon *)((char *)src - offsetof(struct daemon, capture_src));
-	int r = capture_drain(d->capture);
+	int r = capture_drain_woken(d->capture);
 
 	return r < 0 ? log_error_errno(r, "Failed to drain the ring buffers: %m") : 0;
 }

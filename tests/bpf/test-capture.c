@@ -38,6 +38,9 @@
  *   hist     1000 getppid() calls: a histogram with exactly 1000 (blocking: no histogram
  *            at all: per-call counts are not covered, never counted as zero)
  *   tinyring a 4 KiB ring under load: drops are counted, records still parse
+ *   woken    the rings drained the daemon's way (at the programs' wakeups, a full drain every
+ *            100 ms without one): a stream 30 times their size, nothing dropped, less than
+ *            half a wakeup's worth left per ring
  *   init     pid 1 and a sleeper watched: every recorded switch-in is followed by its
  *            switch-out, or by a count of a switch-out the kernel did not report
  *
@@ -70,6 +73,8 @@
 #include <pthread.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <bpf/libbpf.h>
 
 #include "capture.h"
 #include "hostprof.h"
@@ -1513,12 +1518,14 @@ static int test_hist(void)
 	return failures ? 1 : 0;
 }
 
+static int pingpong_rounds = 20000;
+
 static void *pingpong(void *arg)
 {
 	int *fds = arg;
 	char b = 0;
 
-	for (int i = 0; i < 20000; i++)
+	for (int i = 0; i < pingpong_rounds; i++)
 		if (read(fds[0], &b, 1) != 1 || write(fds[3], &b, 1) != 1)
 			break;
 	return NULL;
@@ -1561,6 +1568,91 @@ static int test_tinyring(void)
 	EXPECT(log_.n >= before[HP_STAT_EVENTS] && log_.n <= stats[HP_STAT_EVENTS],
 	       "records drained %zu: every one written before the drain (%llu), none more than written (%llu)", log_.n,
 	       (unsigned long long)before[HP_STAT_EVENTS], (unsigned long long)stats[HP_STAT_EVENTS]);
+	capture_free(c);
+	return failures ? 1 : 0;
+}
+
+/*
+ * woken: the rings drained as the daemon's loop drains them: capture_drain_woken() when
+ * their fd is readable, a full capture_drain() when 100 ms pass without (its timer). A
+ * stream of records many times the rings' size goes through the default rings with
+ * nothing dropped, so the programs' wakeups kept it going; what a woken drain leaves
+ * behind is less than half a wakeup's worth per ring, and a full drain takes it.
+ */
+struct woken_drainer {
+	struct capture *c;
+	pthread_t thread;
+	bool stop;
+	unsigned woken, timer;
+};
+
+static void *woken_main(void *arg)
+{
+	struct woken_drainer *d = arg;
+	struct pollfd pfd = { .fd = capture_fd(d->c), .events = POLLIN };
+
+	while (!__atomic_load_n(&d->stop, __ATOMIC_ACQUIRE)) {
+		if (poll(&pfd, 1, 100) > 0) {
+			EXPECT(capture_drain_woken(d->c) >= 0, "woken drain failed");
+			d->woken++;
+		} else {
+			EXPECT(capture_drain(d->c) >= 0, "drain failed");
+			d->timer++;
+		}
+	}
+	return NULL;
+}
+
+static int test_woken(void)
+{
+	const size_t ring_kb = 1024, wakeup = ring_kb * 1024 / 8, smallest = sizeof(struct hp_wake);
+	struct capture *c = start_capture_ring(false, ring_kb);
+	uint64_t stats[HP_STAT_MAX];
+	int ab[2], ba[2], fds[4], cpus = libbpf_num_possible_cpus();
+	struct woken_drainer d = { .c = c };
+	size_t drained, left_max;
+	pthread_t t;
+	char b = 0;
+	int rc;
+
+	if (pipe(ab) < 0 || pipe(ba) < 0 || cpus <= 0)
+		abort();
+	fds[0] = ab[0];
+	fds[3] = ba[1];
+	rc = capture_watch(c, getpid(), HP_WATCH_PID, 0);
+	EXPECT(rc == 0, "watch: %s", strerror(-rc));
+	if (pthread_create(&d.thread, NULL, woken_main, &d))
+		abort();
+	/* ~3 records a round trip (two switches, a wakeup): some 30 MiB through 1 MiB rings */
+	pingpong_rounds = 120000;
+	pthread_create(&t, NULL, pingpong, fds);
+	for (int i = 0; i < pingpong_rounds; i++)
+		if (write(ab[1], &b, 1) != 1 || read(ba[0], &b, 1) != 1)
+			break;
+	pthread_join(t, NULL);
+	capture_unwatch(c, getpid());
+	__atomic_store_n(&d.stop, true, __ATOMIC_RELEASE);
+	pthread_join(d.thread, NULL);
+	/* the drainer's last pass was woken or full: either way at most wakeup/2 is left
+	 * per ring, and a few records of this thread's own around the unwatch */
+	drained = log_.n;
+	rc = capture_stats(c, stats);
+	EXPECT(rc == 0, "stats: %s", strerror(-rc));
+	left_max = (cpus * wakeup / 2 + 4096) / smallest;
+	printf("1 MiB rings, %d round trips: %llu records written, %zu drained by %u woken and %u timer passes, "
+	       "%llu dropped (ring_full)\n",
+	       pingpong_rounds, (unsigned long long)stats[HP_STAT_EVENTS], drained, d.woken, d.timer,
+	       (unsigned long long)stats[HP_STAT_RING_FULL]);
+	EXPECT(stats[HP_STAT_RING_FULL] == 0, "the wakeups keep the rings drained: no drops");
+	EXPECT(d.woken >= stats[HP_STAT_EVENTS] * smallest / (cpus * ring_kb * 1024),
+	       "%u woken passes: the rings were drained at the programs' wakeups, not by the timer", d.woken);
+	EXPECT(stats[HP_STAT_EVENTS] >= drained && stats[HP_STAT_EVENTS] - drained <= left_max,
+	       "%llu records left behind: at most %zu (half a wakeup's worth per ring)",
+	       (unsigned long long)(stats[HP_STAT_EVENTS] - drained), left_max);
+	drain(c);
+	EXPECT(log_.n >= stats[HP_STAT_EVENTS], "a full drain takes what was left: %zu of %llu", log_.n,
+	       (unsigned long long)stats[HP_STAT_EVENTS]);
+	EXPECT(capture_bad_records(c) == 0, "every record parses");
 	capture_free(c);
 	return failures ? 1 : 0;
 }
@@ -1760,7 +1852,7 @@ int main(int argc, char **argv)
 	argc = n;
 	if (argc < 2) {
 		fprintf(stderr, "usage: test-capture CASE [--task-hash] [--blocking] [STALL [MODEL]]\n"
-				"  CASE: sleep|rawtp|rename|fork|preempt|preempt-kernel|pipe|busy|migrate|sample|sample-copy|hist|tinyring\n");
+				"  CASE: sleep|rawtp|rename|fork|preempt|preempt-kernel|pipe|busy|migrate|sample|sample-copy|hist|tinyring|woken\n");
 		return 2;
 	}
 	if (!strcmp(argv[1], "sleep"))
@@ -1785,6 +1877,8 @@ int main(int argc, char **argv)
 		return test_sample_copy();
 	if (!strcmp(argv[1], "hist"))
 		return test_hist();
+	if (!strcmp(argv[1], "woken"))
+		return test_woken();
 	if (!strcmp(argv[1], "tinyring"))
 		return test_tinyring();
 	if (!strcmp(argv[1], "busy"))
