@@ -31,8 +31,9 @@ void capture_free(struct capture *c);
 int capture_fd(const struct capture *c);
 /* Drain every ring to the last record; returns the number of records. */
 int capture_drain(struct capture *c);
-/* After capture_fd was readable: drain, leaving on each ring less than half of
- * wakeup_bytes (the daemon does not chase the programs record by record). */
+/* After capture_fd was readable: drain what each ring holds, and of what comes
+ * meanwhile leave less than half of wakeup_bytes (the daemon does not chase the programs
+ * record by record; a record that wakes it at once, HP_EV_WATCH, is drained). */
 int capture_drain_woken(struct capture *c);
 
 /* Watch pid in the kernel; the hooks that only matter while something is watched are

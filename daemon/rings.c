@@ -166,15 +166,17 @@ static bool record_len(const struct ring *r, uint64_t cons, uint32_t *ret_len)
 	return false;
 }
 
+/* Every record the ring holds now; then, of what came meanwhile, all but `leave` bytes. */
 static int64_t ring_drain(struct rings *rs, struct ring *r, size_t leave)
 {
 	uint64_t cons = __atomic_load_n(r->consumer_pos, __ATOMIC_RELAXED), published = cons, prod;
+	bool first = true;
 	int64_t n = 0;
 	int ret = 0;
 
-	for (;;) {
+	for (;; first = false) {
 		prod = __atomic_load_n(r->producer_pos, __ATOMIC_ACQUIRE);
-		if (prod - cons <= leave)
+		if (prod == cons || (!first && prod - cons <= leave))
 			break;
 		while (cons < prod) {
 			uint32_t len, size;

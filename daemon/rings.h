@@ -3,7 +3,8 @@
  * The capture's BPF ring buffers (one per CPU), read from their mapped pages: what
  * libbpf's ring_buffer does, but the consumer position is published once per pass (and
  * every RINGS_PUBLISH_BYTES), not after every record, and a pass woken by a ring may
- * leave a little behind instead of chasing the producer to the last record. Both keep
+ * leave a little of what came in while it ran instead of chasing the producer to the
+ * last record. Both keep
  * the daemon off the cache lines the programs write at every record (see rings.c).
  */
 #pragma once
@@ -25,6 +26,7 @@ void rings_free(struct rings *rs);
  * rings_drain() takes the wakeups first. */
 int rings_fd(const struct rings *rs);
 
-/* Read every ring until at most `leave` bytes are left in it (0: all). The number of
- * records passed to fn, or the first negative return of fn. */
+/* Read every record each ring holds, then go on while more than `leave` bytes came
+ * meanwhile (0: until it is empty). The number of records passed to fn, or the first
+ * negative return of fn. */
 int64_t rings_drain(struct rings *rs, size_t leave);
