@@ -40,25 +40,38 @@ export SRCDIR=/hostprof HOOKCOST_NOTE="TCG-emulated (qemu), not a real CPU's cos
 # instead of the gaps a workload's clock saw
 export HOSTPROF_TEST_SLOWDOWN=50
 
-echo "@@hostprof boot $(uname -r) $(uname -m) $MODEL"
-summary=
-while read -r name timeout cmd; do
-	case $name in '' | '#'*) continue ;; esac
-	echo "@@hostprof begin $name"
+# run_test NAME TIMEOUT CMD: sets rc
+run_test() {
 	klines=$(dmesg | wc -l)
 	# just before the time limit: what each CPU runs and the blocked tasks, into the kernel's
 	# log (a hung test is killed without a word of where it hung otherwise)
-	(sleep $((timeout - 3)) && echo l >/proc/sysrq-trigger && echo w >/proc/sysrq-trigger) &
+	(sleep $(($2 - 3)) && echo l >/proc/sysrq-trigger && echo w >/proc/sysrq-trigger) &
 	watcher=$!
-	(cd /hostprof && eval "timeout -s KILL $timeout $cmd") </dev/null 2>&1
+	(cd /hostprof && eval "timeout -s KILL $2 $3") </dev/null 2>&1
 	rc=$?
 	kill $watcher 2>/dev/null
 	wait $watcher 2>/dev/null
 	if [ $rc != 0 ] && [ $rc != 77 ]; then
 		# the console shows warnings and worse; a failed test gets all the kernel said
 		# meanwhile (a soft lockup's or a hung task's backtrace are below that level)
-		echo "--- the kernel's log while $name ran, every level (dmesg):"
+		echo "--- the kernel's log while $1 ran, every level (dmesg):"
 		dmesg | tail -n +$((klines + 1)) | tail -n 400
+	fi
+}
+
+echo "@@hostprof boot $(uname -r) $(uname -m) $MODEL"
+summary=
+while read -r name timeout cmd; do
+	case $name in '' | '#'*) continue ;; esac
+	echo "@@hostprof begin $name"
+	run_test "$name" "$timeout" "$cmd"
+	# Killed at its time limit: once more, the first try's log (and the kernel's) above it.
+	# Seen twice in the 6.1-full guest (capture-rename): a vCPU looping in the int3 of a
+	# tracepoint's static branch the kernel was patching (text_poke_bp) as the hooks were
+	# attached, for minutes, in qemu's multi-threaded TCG; a hang of ours would hang again.
+	if [ $rc = 137 ]; then
+		echo "--- $name: killed at its time limit ($timeout s); a second try (the first's log is above)"
+		run_test "$name" "$timeout" "$cmd"
 	fi
 	echo "@@hostprof end $name $rc"
 	summary="$summary $name=$rc"
