@@ -74,7 +74,6 @@ struct capture {
 	struct hostprof_bpf *skel;
 	struct rings *rings;
 	int *ring_fds;
-	size_t wakeup_bytes; /* the programs wake the daemon when this much is queued on a ring */
 	int nr_cpus;
 	bool raw_tp;
 	bool task_storage; /* per-thread state in task storage, not the hash */
@@ -806,8 +805,7 @@ int capture_new(const struct capture_opts *opts, capture_record_fn fn, void *ud,
 	r = choose_task_state(c, vmlinux, opts->force_task_hash);
 	if (r < 0)
 		goto fail;
-	c->wakeup_bytes = ring_bytes / 8;
-	c->skel->rodata->wakeup_bytes = c->wakeup_bytes;
+	c->skel->rodata->wakeup_bytes = ring_bytes / 8;
 	c->skel->rodata->blocking_ok = c->blocking_ok;
 	r = bpf_map__set_max_entries(c->skel->maps.rings, c->nr_cpus);
 	if (r < 0)
@@ -872,20 +870,21 @@ int capture_fd(const struct capture *c)
 	return rings_fd(c->rings);
 }
 
+/* rings_drain's count as capture_drain's int */
+static int drained(int64_t n)
+{
+	return n < 0 ? (int)n : (int)MIN(n, (int64_t)INT_MAX);
+}
+
 int capture_drain(struct capture *c)
 {
-	int64_t n;
-
 	hist_recycle(c, false);
-	n = rings_drain(c->rings, 0);
-	return n < 0 ? (int)n : (int)MIN(n, (int64_t)INT_MAX);
+	return drained(rings_drain(c->rings, 0));
 }
 
 int capture_drain_woken(struct capture *c)
 {
-	int64_t n = rings_drain(c->rings, c->wakeup_bytes / 2);
-
-	return n < 0 ? (int)n : (int)MIN(n, (int64_t)INT_MAX);
+	return drained(rings_drain(c->rings, c->skel->rodata->wakeup_bytes / 2));
 }
 
 int capture_watch(struct capture *c, uint32_t pid, uint32_t reason, uint32_t parent)

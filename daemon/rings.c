@@ -47,7 +47,6 @@ static inline void cpu_relax(void)
 }
 
 struct ring {
-	int fd;
 	uint64_t *consumer_pos;       /* the page user space writes */
 	const uint64_t *producer_pos; /* the page after it, then the data twice */
 	const uint8_t *data;
@@ -75,10 +74,7 @@ static void ring_unmap(struct rings *rs, struct ring *r)
 
 static int ring_map(struct rings *rs, struct ring *r, int fd)
 {
-	void *p;
-
-	r->fd = fd;
-	p = mmap(NULL, rs->page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	void *p = mmap(NULL, rs->page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
 		return -errno;
 	r->consumer_pos = p;
@@ -170,13 +166,12 @@ static bool record_len(const struct ring *r, uint64_t cons, uint32_t *ret_len)
 static int64_t ring_drain(struct rings *rs, struct ring *r, size_t leave)
 {
 	uint64_t cons = __atomic_load_n(r->consumer_pos, __ATOMIC_RELAXED), published = cons, prod;
-	bool first = true;
 	int64_t n = 0;
 	int ret = 0;
 
-	for (;; first = false) {
+	for (size_t keep = 0;; keep = leave) {
 		prod = __atomic_load_n(r->producer_pos, __ATOMIC_ACQUIRE);
-		if (prod == cons || (!first && prod - cons <= leave))
+		if (prod - cons <= keep)
 			break;
 		while (cons < prod) {
 			uint32_t len, size;

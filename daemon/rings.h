@@ -4,8 +4,8 @@
  * libbpf's ring_buffer does, but the consumer position is published once per pass (and
  * every RINGS_PUBLISH_BYTES), not after every record, and a pass woken by a ring may
  * leave a little of what came in while it ran instead of chasing the producer to the
- * last record. Both keep
- * the daemon off the cache lines the programs write at every record (see rings.c).
+ * last record. Both keep the daemon off the cache lines the programs write at every
+ * record (see rings.c).
  */
 #pragma once
 
