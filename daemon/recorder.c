@@ -844,6 +844,30 @@ static void append_to(struct recorder *rec, struct proc_rec *p, const struct hp_
 /* The live record for pid; created on first sight of a process the kernel started
  * watching, if its user has room (else the kernel is told to stop). birth: the record that
  * made it watched in the kernel (a fork, a rename), not one of its later ones. */
+/*
+ * A record of pid newer than the exit of its last holder, none live: its dying threads'
+ * last records, or a new holder's drained before its fork. The kernel's exit record comes
+ * as the last thread begins to exit, and more than one thread may take itself for the last
+ * (each reads the live count its own decrement and the others' left); one that is still
+ * exiting frees its memory and files, switches in D and runs again ms later (tens of ms
+ * in a memory cgroup at its limit), with its wakeup, its off-CPU interval and its blocked
+ * syscall. The pid is free once it is reaped. So the old holder's while /proc shows it
+ * still (the same start time) or nothing (reaped since: no new holder yet); NULL when
+ * /proc shows another process. One /proc read, only for such records (a few per exit).
+ */
+static struct proc_rec *dying_holder(const struct recorder *rec, uint32_t pid, uint64_t ts)
+{
+	struct proc_rec *p;
+	struct proc_info now;
+
+	if (pidmap_get(&rec->live, pid) || ts <= recent_exit_of(rec, pid))
+		return NULL;
+	p = recent_last(rec, pid);
+	if (p && (proc_read_info(pid, &now) < 0 || now.start_time == p->info.start_time))
+		return p;
+	return NULL;
+}
+
 static struct proc_rec *live_or_new(struct recorder *rec, uint32_t pid, uint32_t reason, uint32_t parent,
 				    uint64_t ts, bool birth)
 {
@@ -853,20 +877,9 @@ static struct proc_rec *live_or_new(struct recorder *rec, uint32_t pid, uint32_t
 
 	if (p || pidmap_get(&rec->live, pid) || ts <= recent_exit_of(rec, pid))
 		return p; /* a record of a holder of pid that is gone from here */
-	/*
-	 * Newer than the exit of pid's last holder, and not a birth: its dying threads' last
-	 * records, or a new holder's drained before its fork. The kernel's exit record comes as
-	 * the last thread begins to exit, which then frees its memory and files (switches in D
-	 * ms later, in a memory cgroup at its limit); the pid is free once it is reaped. So the
-	 * old holder's while /proc shows it still (the same start time) or nothing (reaped
-	 * since: no new holder yet); a new process otherwise.
-	 */
-	if (!birth && (p = recent_last(rec, pid))) {
-		struct proc_info now;
-
-		if (proc_read_info(pid, &now) < 0 || now.start_time == p->info.start_time)
-			return p;
-	}
+	/* not a birth: the old holder's if it is dying still, a new process otherwise */
+	if (!birth && (p = dying_holder(rec, pid, ts)))
+		return p;
 	p = NULL;
 	if (birth)
 		refused_forget(rec, pid);
@@ -1014,11 +1027,15 @@ static void append_fork(struct recorder *rec, const struct hp_hdr *hdr)
 	append_to(rec, p, hdr);
 }
 
-/* File a record with the process that holds pid, if it is one (no /proc reads here); that process. */
+/* File a record with the process that holds pid, or held it until its exit record and is
+ * dying still (a /proc read, only then: dying_holder; a process found gone by the tick is
+ * gone, and what comes after that is another's); that process. */
 static struct proc_rec *append_to_live(struct recorder *rec, uint32_t pid, const struct hp_hdr *hdr)
 {
-	struct proc_rec *p = holder(rec, pid, hdr->ts);
+	struct proc_rec *p = holder(rec, pid, hdr->ts), *last;
 
+	if (!p && (last = recent_last(rec, pid)) && last->exit_record)
+		p = dying_holder(rec, pid, hdr->ts);
 	if (p)
 		append_to(rec, p, hdr);
 	else
@@ -1050,8 +1067,10 @@ static void append_exit(struct recorder *rec, const struct hp_hdr *hdr)
 	const struct hp_exit *e = (const void *)hdr;
 	struct proc_rec *p = append_to_live(rec, e->pid, hdr);
 
-	if (p && (e->flags & HP_EXIT_GROUP) && !p->exit_ns)
+	if (p && (e->flags & HP_EXIT_GROUP) && !p->exit_ns) {
+		p->exit_record = true;
 		end_process(rec, p, hdr->ts, "exited");
+	}
 }
 
 static void append_syscall(struct recorder *rec, const struct hp_hdr *hdr)

@@ -93,6 +93,7 @@ struct proc_rec {
 	size_t n_final_hists;
 	bool hists_saved;
 	bool unwatched; /* stopped by request (exit_ns is then when), not exited */
+	bool exit_record; /* exit_ns is its exit record's: its dying threads may record after it */
 	uint8_t unread_ticks; /* ticks in a row its /proc could not be read (not ENOENT) */
 	/* Credentials: info has those it had when watching began. An exec that changed them
 	 * (a set-uid program) is found at the next check (watch.c): cred_change_ns is then

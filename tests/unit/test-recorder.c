@@ -642,16 +642,19 @@ static void test_exit_record(void)
 	/* a record from before its exit, drained after it, is still its */
 	append_migrate(rec, child, 4 * SEC - 1);
 	CHECK_EQ_U64(p->events, 4);
-	/* after it, with no new holder: nobody's, and counted (the drop cause no_process) */
+	/* after it, from a thread still exiting (another that took itself for the last: its
+	 * wakeup, off-CPU interval, blocked syscall as it runs again): /proc still shows the
+	 * same process, so they are its own, and nothing is counted lost */
 	{
 		uint64_t unowned = recorder_unowned(rec);
 
 		append_migrate(rec, child, 5 * SEC);
-		CHECK_EQ_U64(p->events, 4);
-		CHECK_EQ_U64(recorder_unowned(rec), unowned + 1);
+		CHECK_EQ_U64(p->events, 5);
+		CHECK_EQ_U64(recorder_unowned(rec), unowned);
+		CHECK(recorder_find_live(rec, child) == NULL);
 	}
 	/* its dying thread's switch after the exit record (it frees its memory, blocks in D):
-	 * /proc still shows the same process, so it is its own, and watches nothing new */
+	 * its own too, and watches nothing new */
 	{
 		union record r;
 		struct hp_switch *sw = rec_init(&r, HP_EV_SWITCH, sizeof(*sw), 5 * SEC);
@@ -661,7 +664,7 @@ static void test_exit_record(void)
 		sw->flags = HP_SW_PREV_WATCHED;
 		CHECK_EQ_INT(recorder_append(rec, &r.hdr), 0);
 		CHECK(recorder_find_live(rec, child) == NULL);
-		CHECK_EQ_U64(p->events, 5);
+		CHECK_EQ_U64(p->events, 6);
 	}
 	/* the tick does not find it gone again */
 	recorder_tick(rec, 5 * SEC, on_gone, on_freed, NULL);
@@ -681,7 +684,17 @@ static void test_exit_record(void)
 		sw->flags = HP_SW_PREV_WATCHED;
 		CHECK_EQ_INT(recorder_append(rec, &r.hdr), 0);
 		CHECK(recorder_find_live(rec, child) == NULL);
-		CHECK_EQ_U64(p->events, 6);
+		CHECK_EQ_U64(p->events, 7);
+	}
+	/* any other record after the exit, /proc showing another process and none watched
+	 * yet: nobody's, and counted (the drop cause no_process) */
+	{
+		uint64_t unowned = recorder_unowned(rec);
+
+		append_migrate(rec, child, 5 * SEC + 6);
+		CHECK_EQ_U64(p->events, 7);
+		CHECK_EQ_U64(recorder_unowned(rec), unowned + 1);
+		CHECK(recorder_find_live(rec, child) == NULL);
 	}
 	{
 		union record r;
@@ -708,7 +721,7 @@ static void test_exit_record(void)
 	CHECK_EQ_U64(next->events, 2);
 	append_migrate(rec, child, 4 * SEC - 2); /* the old holder's, drained late */
 	CHECK_EQ_U64(next->events, 2);
-	CHECK_EQ_U64(p->events, 7);
+	CHECK_EQ_U64(p->events, 8);
 	CHECK_EQ_U64(exited_calls, 1);
 
 	/* a fork that hands out the pid of a live process watched before it: that one's
