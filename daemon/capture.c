@@ -7,8 +7,9 @@
  * watched or --cpus is set (a context switch costs nothing more otherwise), task_rename
  * while there are thread-name patterns, the syscall hooks of the `syscalls` mode
  * (sys_enter/sys_exit for exact, the mapping hooks for blocking) and the --interference
- * groups while some process is watched. A process the kernel starts watching (a thread
- * renamed to a pattern) attaches them as soon as its record is drained.
+ * groups while some process is watched. The sample events stay open but run only while
+ * some process is watched. A process the kernel starts watching (a thread renamed to a
+ * pattern) attaches them as soon as its record is drained.
  */
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
@@ -18,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/perf_event.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -95,6 +97,7 @@ struct capture {
 	struct bpf_link **sample_links; /* per CPU */
 	int *sample_fds;
 	uint32_t sample_hz;
+	bool sampling_on; /* the sample events are enabled (sampling_apply) */
 	bool active;            /* some process is watched: the on-demand hooks are attached */
 	unsigned intf_wanted;   /* HP_INTF_*: --interference */
 	unsigned intf_attached; /* groups captured: at least one program attached (faults needs none) */
@@ -425,13 +428,38 @@ unsigned capture_interference_missing(const struct capture *c)
 	return c->intf_missing;
 }
 
+/*
+ * The sample events run while some process is watched: a sample records only a watched
+ * thread, and each one is an interrupt on its CPU all the same (--sample-hz of them a
+ * second on every CPU, each a few microseconds in a VM). Opened once (capture_set_sampling,
+ * where a refusal shows at start), enabled and disabled here.
+ */
+static int sampling_apply(struct capture *c)
+{
+	bool want = c->active && c->sample_hz;
+	int ret = 0;
+
+	if (want == c->sampling_on)
+		return 0;
+	for (int cpu = 0; c->sample_fds && cpu < c->nr_cpus; cpu++)
+		if (c->sample_fds[cpu] >= 0 &&
+		    ioctl(c->sample_fds[cpu], want ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0) < 0 && !ret)
+			ret = -errno;
+	c->sampling_on = want;
+	return ret;
+}
+
 int capture_set_watching(struct capture *c, bool on)
 {
+	int r, q;
+
 	if (on != c->active) {
 		c->active = on;
 		intf_apply(c, on ? c->intf_wanted : 0);
 	}
-	return apply_groups(c);
+	r = apply_groups(c);
+	q = sampling_apply(c);
+	return r < 0 ? r : q;
 }
 
 int capture_set_syscall_mode(struct capture *c, uint32_t mode)
@@ -492,6 +520,7 @@ static void stop_sampling(struct capture *c)
 	c->sample_links = NULL;
 	c->sample_fds = NULL;
 	c->sample_hz = 0;
+	c->sampling_on = false;
 }
 
 int capture_set_sampling(struct capture *c, uint32_t hz)
@@ -538,7 +567,8 @@ int capture_set_sampling(struct capture *c, uint32_t hz)
 		}
 	}
 	c->sample_hz = hz;
-	return 0;
+	c->sampling_on = true; /* the attach enabled them */
+	return sampling_apply(c);
 }
 
 int capture_set_unwind(struct capture *c, uint32_t bytes, bool named)
