@@ -445,7 +445,9 @@ static int sampling_apply(struct capture *c)
 		if (c->sample_fds[cpu] >= 0 &&
 		    ioctl(c->sample_fds[cpu], want ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0) < 0 && !ret)
 			ret = -errno;
-	c->sampling_on = want;
+	/* one that failed is tried again at the next call (the daemon's tick) */
+	if (!ret)
+		c->sampling_on = want;
 	return ret;
 }
 
@@ -511,8 +513,10 @@ int capture_maps_changes(const struct capture *c, uint32_t pid, uint32_t *ret)
 static void stop_sampling(struct capture *c)
 {
 	for (int cpu = 0; c->sample_links && cpu < c->nr_cpus; cpu++) {
-		bpf_link__destroy(c->sample_links[cpu]);
-		if (c->sample_fds[cpu] >= 0)
+		/* a perf event link closes its event's fd with it */
+		if (c->sample_links[cpu])
+			bpf_link__destroy(c->sample_links[cpu]);
+		else if (c->sample_fds[cpu] >= 0)
 			close(c->sample_fds[cpu]);
 	}
 	free(c->sample_links);
@@ -568,7 +572,9 @@ int capture_set_sampling(struct capture *c, uint32_t hz)
 	}
 	c->sample_hz = hz;
 	c->sampling_on = true; /* the attach enabled them */
-	return sampling_apply(c);
+	/* nothing watched: disabled here, or, if that fails, at the tick that tries again */
+	(void)sampling_apply(c);
+	return 0;
 }
 
 int capture_set_unwind(struct capture *c, uint32_t bytes, bool named)

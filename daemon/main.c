@@ -171,7 +171,8 @@ static int on_timer(struct io_source *src, uint32_t events)
 	watching = recorder_live_count(d->recorder) > 0;
 	r = capture_set_watching(d->capture, watching);
 	if (r < 0)
-		log_warning_errno(r, "Failed to %s the syscall hooks: %m, ignoring", watching ? "attach" : "detach");
+		log_warning_errno(r, "Failed to %s the hooks and samples of watched processes: %m, ignoring",
+				  watching ? "start" : "stop");
 	now = now_boottime_ns();
 	triggers_tick(d->triggers, now);
 	snapsvc_tick(d->snapsvc);

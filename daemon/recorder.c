@@ -841,33 +841,45 @@ static void append_to(struct recorder *rec, struct proc_rec *p, const struct hp_
 	p->events++;
 }
 
-/* The live record for pid; created on first sight of a process the kernel started
- * watching, if its user has room (else the kernel is told to stop). birth: the record that
- * made it watched in the kernel (a fork, a rename), not one of its later ones. */
+/* How long after its exit record a reaped process may still be sent records of its dying
+ * threads (seen: up to ~50 ms, a thread freeing its memory in a memory cgroup at its limit) */
+#define DYING_REAPED_NS (NSEC_PER_SEC)
+
 /*
- * A record of pid newer than the exit of its last holder, none live: its dying threads'
- * last records, or a new holder's drained before its fork. The kernel's exit record comes
- * as the last thread begins to exit, and more than one thread may take itself for the last
- * (each reads the live count its own decrement and the others' left); one that is still
- * exiting frees its memory and files, switches in D and runs again ms later (tens of ms
- * in a memory cgroup at its limit), with its wakeup, its off-CPU interval and its blocked
- * syscall. The pid is free once it is reaped. So the old holder's while /proc shows it
- * still (the same start time) or nothing (reaped since: no new holder yet); NULL when
- * /proc shows another process. One /proc read, only for such records (a few per exit).
+ * A record of pid newer than the exit record of its last holder, none live: its dying
+ * threads' last records, or a new holder's drained before its fork. The kernel's exit
+ * record comes as the last thread begins to exit, and more than one thread may take
+ * itself for the last (each reads the live count its own decrement and the others' left);
+ * one that is still exiting frees its memory and files, switches in D and runs again ms
+ * later, with its wakeup, its off-CPU interval and its blocked syscall. The pid is free
+ * once it is reaped. So the old holder's while /proc shows it still (the same start time)
+ * or nothing (reaped since, no new holder yet: within DYING_REAPED_NS of the exit); NULL
+ * when /proc shows another process, or the holder was found gone by the tick (its exit_ns
+ * is then the tick's, after the process was). A /proc read for each such record: a few
+ * per exit, and those of a pid the kernel watches that the daemon has not heard of yet.
  */
 static struct proc_rec *dying_holder(const struct recorder *rec, uint32_t pid, uint64_t ts)
 {
 	struct proc_rec *p;
 	struct proc_info now;
+	int r;
 
 	if (pidmap_get(&rec->live, pid) || ts <= recent_exit_of(rec, pid))
 		return NULL;
 	p = recent_last(rec, pid);
-	if (p && (proc_read_info(pid, &now) < 0 || now.start_time == p->info.start_time))
+	if (!p || !p->exit_record)
+		return NULL;
+	r = proc_read_info(pid, &now);
+	if (r >= 0)
+		return now.start_time == p->info.start_time ? p : NULL;
+	if ((r == -ENOENT || r == -ESRCH) && ts - p->exit_ns <= DYING_REAPED_NS)
 		return p;
 	return NULL;
 }
 
+/* The live record for pid; created on first sight of a process the kernel started
+ * watching, if its user has room (else the kernel is told to stop). birth: the record that
+ * made it watched in the kernel (a fork, a rename), not one of its later ones. */
 static struct proc_rec *live_or_new(struct recorder *rec, uint32_t pid, uint32_t reason, uint32_t parent,
 				    uint64_t ts, bool birth)
 {
@@ -1028,13 +1040,12 @@ static void append_fork(struct recorder *rec, const struct hp_hdr *hdr)
 }
 
 /* File a record with the process that holds pid, or held it until its exit record and is
- * dying still (a /proc read, only then: dying_holder; a process found gone by the tick is
- * gone, and what comes after that is another's); that process. */
+ * dying still (dying_holder); that process. */
 static struct proc_rec *append_to_live(struct recorder *rec, uint32_t pid, const struct hp_hdr *hdr)
 {
-	struct proc_rec *p = holder(rec, pid, hdr->ts), *last;
+	struct proc_rec *p = holder(rec, pid, hdr->ts);
 
-	if (!p && (last = recent_last(rec, pid)) && last->exit_record)
+	if (!p)
 		p = dying_holder(rec, pid, hdr->ts);
 	if (p)
 		append_to(rec, p, hdr);
@@ -1241,6 +1252,9 @@ void recorder_gone(struct recorder *rec, struct proc_rec *p, uint64_t now)
 		return;
 	p->exit_ns = now;
 	live_del(rec, p);
+	/* as the tick does: the exit record of this holder, drained after a new process took
+	 * the pid, is this one's, not the new holder's end */
+	recent_add(rec, p, now);
 	log_info("pid %u (%s) exited; its history stays for the window", p->info.pid, p->info.comm);
 }
 

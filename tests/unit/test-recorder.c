@@ -733,6 +733,70 @@ static void test_exit_record(void)
 	recorder_free(rec);
 }
 
+/*
+ * Two threads that each took themselves for the last (both exit records flagged group):
+ * the second is the process's, and ends nothing more. After it, a thread still exiting
+ * whose process /proc no longer shows (reaped) is the process's for a while, then nobody's.
+ */
+static void test_dying_threads(void)
+{
+	struct recorder *rec = recorder_new(&big);
+	uint32_t child = spawn_child();
+	uint64_t unowned;
+	struct proc_rec *p;
+
+	recorder_set_hooks(rec, &(struct recorder_hooks){ .gone = on_exited, .ud = &exited_calls });
+	hook_rec = rec;
+	exited_calls = 0;
+	CHECK_EQ_INT(recorder_watch(rec, child, HP_WATCH_PID, 0, SEC, &p), 0);
+	append_exit(rec, child, child + 1, HP_EXIT_GROUP, 2 * SEC);
+	CHECK_EQ_U64(exited_calls, 1);
+	CHECK(p->exit_record && p->exit_ns == 2 * SEC);
+	append_exit(rec, child, child, HP_EXIT_GROUP, 2 * SEC + 1000);
+	CHECK_EQ_U64(exited_calls, 1);
+	CHECK_EQ_U64(p->exit_ns, 2 * SEC);
+	CHECK_EQ_U64(p->events, 2);
+	kill_child(child); /* reaped: /proc has no such pid (until another process takes it) */
+	unowned = recorder_unowned(rec);
+	append_migrate(rec, child, 2 * SEC + 50 * 1000 * 1000);
+	CHECK_EQ_U64(p->events, 3);
+	append_migrate(rec, child, 4 * SEC);
+	CHECK_EQ_U64(p->events, 3);
+	CHECK_EQ_U64(recorder_unowned(rec), unowned + 1);
+	CHECK(recorder_find_live(rec, child) == NULL);
+	recorder_free(rec);
+}
+
+/*
+ * A watch by request finds the pid taken by a new process before the drain saw the old
+ * one's exit record: the old one is gone there, and its exit record, drained after,
+ * is the old one's; the new one stays watched.
+ */
+static void test_gone_then_exit_record(void)
+{
+	struct recorder *rec = recorder_new(&big);
+	uint32_t child = spawn_child();
+	struct proc_rec *old, *p;
+
+	recorder_set_hooks(rec, &(struct recorder_hooks){ .gone = on_exited, .ud = &exited_calls });
+	hook_rec = rec;
+	exited_calls = 0;
+	CHECK_EQ_INT(recorder_watch(rec, child, HP_WATCH_PID, 0, SEC, &old), 0);
+	old->info.start_time--; /* /proc shows another process with its pid now */
+	recorder_gone(rec, old, 3 * SEC);
+	CHECK_EQ_INT(recorder_watch(rec, child, HP_WATCH_PID, 0, 3 * SEC, &p), 0);
+	CHECK(p != old && recorder_find_live(rec, child) == p);
+	append_exit(rec, child, child, HP_EXIT_GROUP, 2 * SEC);
+	CHECK(recorder_find_live(rec, child) == p);
+	CHECK_EQ_U64(p->exit_ns, 0);
+	CHECK_EQ_U64(old->events, 1);
+	CHECK_EQ_U64(exited_calls, 0);
+	append_migrate(rec, child, 4 * SEC);
+	CHECK_EQ_U64(p->events, 1);
+	kill_child(child);
+	recorder_free(rec);
+}
+
 /* A child that waits, as uid (root only). */
 static pid_t spawn_child_as(uid_t uid)
 {
@@ -1152,6 +1216,8 @@ int main(void)
 	test_global_budget();
 	test_exited();
 	test_exit_record();
+	test_dying_threads();
+	test_gone_then_exit_record();
 	test_user_quotas();
 	test_negative_duration();
 	test_sort_late();
