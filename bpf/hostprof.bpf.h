@@ -66,6 +66,7 @@ HP_MAP(watched, BPF_MAP_TYPE_HASH, HP_MAX_WATCHED, __u32, struct hp_watch);
 #define TASK_USTACK_PENDING 0x2
 #define TASK_OFF_RUNNABLE 0x4 /* off the CPU preempted, not blocked */
 #define TASK_VICTIM 0x8       /* counted in victims[off_cpu].waiting */
+#define TASK_EXITED 0x200     /* the hash fallback: past sched_process_exit, its state kept to its last switch */
 #define TASK_GIL_TAKE 0x100   /* gil.bpf.h: a take of a CPython GIL is going on (gil_tasks has it) */
 #define TASK_BLK_SYSCALL 0x10 /* syscalls = blocking: it went off the CPU inside syscall sys_nr */
 #define TASK_BLK_USTACK 0x20  /* syscalls = blocking: its stack_cache user stack u_place is that switch-out's */

@@ -77,6 +77,7 @@ static __always_inline bool cpu_recorded(__u32 cpu)
 
 #define TASK_REPORT 0x7f
 #define TASK_IDLE_STATE 0x402 /* TASK_UNINTERRUPTIBLE | TASK_NOLOAD */
+#define TASK_DEAD_STATE 0x80   /* TASK_DEAD: do_task_dead's switch, the thread's last */
 
 /* The state the sched_switch tracepoint reports for prev, as `perf sched` prints it. */
 static __always_inline __u32 report_state(bool preempt, struct task_struct *prev, bool btf)
@@ -124,7 +125,7 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 	__u64 now, wait = 0;
 	__u32 wait_kind = 0, state;
 	struct cpu_switched_in *si = NULL;
-	bool unreported = false, runnable;
+	bool unreported = false, runnable, dead_hash = false;
 	struct hp_switch *e;
 	struct victim *v;
 	__u16 flags = 0;
@@ -132,6 +133,20 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 
 	pt = watched_task(prev, prev_pid, prev_tid, btf, &prev_w);
 	nt = watched_task(next, next_pid, next_tid, btf, &next_w);
+	/*
+	 * The hash fallback keeps an exited thread's state to its last switch-out (task
+	 * storage goes with the task there): the last thread's process is no longer in
+	 * watched, its entry says it was. Then the entry goes.
+	 */
+	if (!(use_task_storage && btf) && !preempt && task_state(prev, btf) == TASK_DEAD_STATE) {
+		dead_hash = true;
+		if (!prev_w) {
+			pt = bpf_map_lookup_elem(&tasks, &prev_tid);
+			prev_w = pt && (pt->flags & TASK_EXITED);
+			if (!prev_w)
+				pt = NULL;
+		}
+	}
 	if (prev_w)
 		flags |= HP_SW_PREV_WATCHED;
 	if (next_w)
@@ -238,6 +253,10 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 		nt->waker_tid = 0;
 		nt->waker_pid = 0;
 		nt->flags &= ~TASK_BLK_SYSCALL;
+	}
+	if (dead_hash) {
+		bpf_map_delete_elem(&tasks, &prev_tid);
+		bpf_map_delete_elem(&stack_cache, &prev_tid);
 	}
 
 	e = ring_reserve(&ring, sizeof(*e), HP_EV_SWITCH, now);
@@ -452,11 +471,9 @@ static __always_inline int on_exit(struct task_struct *task, bool btf)
 		if (intf_mask & HP_INTF_FAULTS)
 			faults_flush(task, t, tid, pid, now, true, false);
 	}
-	/* task storage goes with the task; the hash fallback's entries go here */
-	if (!(use_task_storage && btf)) {
-		bpf_map_delete_elem(&tasks, &tid);
-		bpf_map_delete_elem(&stack_cache, &tid);
-	}
+	/* task storage goes with the task; the hash fallback's entries at its last switch-out */
+	if (t && !(use_task_storage && btf))
+		t->flags |= TASK_EXITED;
 	bpf_map_delete_elem(&waits, &tid);
 	/* the last thread of the process: its pid may name another process before the daemon looks */
 	group_dead = !BPF_CORE_READ(task, signal, live.counter);

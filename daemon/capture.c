@@ -1118,6 +1118,23 @@ bool capture_uses_task_storage(const struct capture *c)
 	return c->task_storage;
 }
 
+int capture_task_entries(const struct capture *c)
+{
+	struct bpf_map *m = c->skel->maps.tasks;
+	__u32 key, next, n = 0;
+	const void *prev = NULL;
+	int r;
+
+	if (c->task_storage)
+		return -EOPNOTSUPP;
+	while ((r = bpf_map__get_next_key(m, prev, &next, sizeof(next))) == 0 && n < bpf_map__max_entries(m)) {
+		key = next;
+		prev = &key;
+		n++;
+	}
+	return r == 0 || r == -ENOENT ? (int)n : r;
+}
+
 struct hist_collect {
 	struct hist_entry *v;
 	size_t n, cap;

@@ -116,5 +116,7 @@ size_t capture_drops(const struct capture *c, struct drop_count ret[HP_CAPTURE_D
 int capture_nr_cpus(const struct capture *c);
 bool capture_uses_raw_tp(const struct capture *c);
 bool capture_uses_task_storage(const struct capture *c);
+/* The hash fallback's per-thread entries in use (threads with state); -EOPNOTSUPP with task storage. */
+int capture_task_entries(const struct capture *c);
 
 #endif

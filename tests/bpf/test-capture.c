@@ -603,11 +603,32 @@ static int test_rename(void)
 	return failures ? 1 : 0;
 }
 
-/* A watched process forks; the child's sleeps are recorded. */
+static void *fork_thread_main(void *arg)
+{
+	struct timespec ts = { 0, 2 * 1000 * 1000 };
+
+	(void)arg;
+	for (int i = 0; i < 3; i++)
+		nanosleep(&ts, NULL);
+	return NULL;
+}
+
+/* Whether a switch record is a thread's last: its switch-out dead (X, or Z for a leader). */
+static bool final_switch_out(const struct hp_switch *e)
+{
+	return (e->flags & HP_SW_PREV_WATCHED) && (e->prev_state == 0x10 || e->prev_state == 0x20);
+}
+
+/*
+ * A watched process forks; the child's sleeps are recorded. The child has a second thread
+ * that exits before it: every thread of both processes has its last switch-out recorded,
+ * once (with the hash fallback too, whose process is gone from watched by then), and the
+ * hash fallback keeps no entry of a thread that exited.
+ */
 static int test_fork(void)
 {
 	struct capture *c = start_capture(false);
-	unsigned forks = 0, child_sleeps = 0;
+	unsigned forks = 0, child_sleeps = 0, last_parent = 0, last_child = 0, last_thread = 0;
 	int gofd[2], cfd[2];
 	pid_t pid, child = 0;
 	int r;
@@ -623,7 +644,10 @@ static int test_fork(void)
 		k = fork();
 		if (k == 0) {
 			struct timespec ts = { 0, 2 * 1000 * 1000 };
+			pthread_t t;
 
+			if (pthread_create(&t, NULL, fork_thread_main, NULL) || pthread_join(t, NULL))
+				_exit(1);
 			for (int i = 0; i < 5; i++)
 				nanosleep(&ts, NULL);
 			_exit(0);
@@ -638,23 +662,43 @@ static int test_fork(void)
 	go(gofd[1]);
 	EXPECT(read(cfd[0], &child, sizeof(child)) == sizeof(child), "child pid");
 	waitpid(pid, NULL, 0);
-	drain(c);
-	for_each_record(h)
-	{
-		if (h->type == HP_EV_FORK) {
-			const struct hp_fork *e = (const void *)h;
+	/* a reaped thread may not have left its CPU yet: its last switch comes after */
+	for (int i = 0; i < 100; i++) {
+		drain(c);
+		forks = child_sleeps = last_parent = last_child = last_thread = 0;
+		for_each_record(h)
+		{
+			if (h->type == HP_EV_FORK) {
+				const struct hp_fork *e = (const void *)h;
 
-			forks += e->parent_pid == (uint32_t)pid && e->child_pid == (uint32_t)child;
-		} else if (h->type == HP_EV_SWITCH) {
-			const struct hp_switch *e = (const void *)h;
+				forks += e->parent_pid == (uint32_t)pid && e->child_pid == (uint32_t)child;
+			} else if (h->type == HP_EV_SWITCH) {
+				const struct hp_switch *e = (const void *)h;
 
-			child_sleeps += e->prev_pid == (uint32_t)child && e->prev_state == 1 &&
-					(e->flags & HP_SW_PREV_WATCHED);
+				child_sleeps += e->prev_pid == (uint32_t)child && e->prev_state == 1 &&
+						(e->flags & HP_SW_PREV_WATCHED);
+				if (!final_switch_out(e))
+					continue;
+				last_parent += e->prev_tid == (uint32_t)pid;
+				last_child += e->prev_tid == (uint32_t)child;
+				last_thread += e->prev_pid == (uint32_t)child && e->prev_tid != (uint32_t)child;
+			}
 		}
+		if (last_parent && last_child && last_thread)
+			break;
+		usleep(10000);
 	}
-	printf("fork records %u, child sleeps %u\n", forks, child_sleeps);
+	printf("fork records %u, child sleeps %u; last switch-outs: the parent %u, the child %u, its thread %u\n",
+	       forks, child_sleeps, last_parent, last_child, last_thread);
 	EXPECT(forks == 1, "one fork record parent %d child %d, got %u", pid, child, forks);
 	EXPECT(child_sleeps >= 5, "the child's 5 sleeps, got %u", child_sleeps);
+	EXPECT(last_parent == 1 && last_child == 1 && last_thread == 1,
+	       "one last switch-out of each thread: the parent %u, the child %u, its thread %u", last_parent,
+	       last_child, last_thread);
+	if (!capture_uses_task_storage(c)) {
+		r = capture_task_entries(c);
+		EXPECT(r == 0, "the hash fallback keeps %d entries of exited threads", r);
+	}
 	capture_free(c);
 	return failures ? 1 : 0;
 }
