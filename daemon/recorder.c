@@ -867,7 +867,11 @@ static struct proc_rec *dying_holder(const struct recorder *rec, uint32_t pid, u
 	if (pidmap_get(&rec->live, pid) || ts <= recent_exit_of(rec, pid))
 		return NULL;
 	p = recent_last(rec, pid);
-	if (!p || !p->exit_record)
+	if (!p || (!p->exit_record && !p->unwatched))
+		return NULL;
+	/* unwatched: the kernel's records written as it was told to stop (it stops within
+	 * microseconds; past the bound, it is watching the process still) */
+	if (!p->exit_record && ts - p->exit_ns > DYING_REAPED_NS)
 		return NULL;
 	r = proc_read_info(pid, &now);
 	if (r >= 0)
@@ -1039,14 +1043,19 @@ static void append_fork(struct recorder *rec, const struct hp_hdr *hdr)
 	append_to(rec, p, hdr);
 }
 
-/* File a record with the process that holds pid, or held it until its exit record and is
- * dying still (dying_holder); that process. */
+/*
+ * File a record with the process that holds pid, or held it until its exit record (or its
+ * unwatch) and is dying still (dying_holder), or one the kernel started watching that the
+ * drain has not heard of yet: as a switch does, the first record of a child whose fork
+ * record is in another CPU's ring, drained after this one's, makes it watched here (the
+ * fork record then says it is a child); that process.
+ */
 static struct proc_rec *append_to_live(struct recorder *rec, uint32_t pid, const struct hp_hdr *hdr)
 {
 	struct proc_rec *p = holder(rec, pid, hdr->ts);
 
 	if (!p)
-		p = dying_holder(rec, pid, hdr->ts);
+		p = live_or_new(rec, pid, HP_WATCH_GLOB, 0, hdr->ts, false);
 	if (p)
 		append_to(rec, p, hdr);
 	else
@@ -1265,6 +1274,9 @@ void recorder_stop(struct recorder *rec, struct proc_rec *p, uint64_t now)
 	p->exit_ns = now;
 	p->unwatched = true;
 	live_del(rec, p);
+	/* its records still in the rings are its own (recent_holder, dying_holder), not a
+	 * new watch of its pid */
+	recent_add(rec, p, now);
 }
 
 int recorder_enable_host(struct recorder *rec, bool on)

@@ -686,15 +686,17 @@ static void test_exit_record(void)
 		CHECK(recorder_find_live(rec, child) == NULL);
 		CHECK_EQ_U64(p->events, 7);
 	}
-	/* any other record after the exit, /proc showing another process and none watched
-	 * yet: nobody's, and counted (the drop cause no_process) */
+	/* any other record after the exit, /proc showing another process: the new holder's,
+	 * which the kernel watches (a child whose fork record is in another CPU's ring, drained
+	 * after this one): watched here from it, as from a switch, and nothing counted lost */
 	{
 		uint64_t unowned = recorder_unowned(rec);
 
-		append_migrate(rec, child, 5 * SEC + 6);
+		append_migrate(rec, child, 6 * SEC + 5);
 		CHECK_EQ_U64(p->events, 7);
-		CHECK_EQ_U64(recorder_unowned(rec), unowned + 1);
-		CHECK(recorder_find_live(rec, child) == NULL);
+		CHECK_EQ_U64(recorder_unowned(rec), unowned);
+		CHECK(recorder_find_live(rec, child) && recorder_find_live(rec, child) != p &&
+		      recorder_find_live(rec, child)->reason == HP_WATCH_GLOB);
 	}
 	{
 		union record r;
@@ -718,9 +720,9 @@ static void test_exit_record(void)
 		CHECK_STR(next->why, why);
 	}
 	append_migrate(rec, child, 7 * SEC);
-	CHECK_EQ_U64(next->events, 2);
+	CHECK_EQ_U64(next->events, 3);
 	append_migrate(rec, child, 4 * SEC - 2); /* the old holder's, drained late */
-	CHECK_EQ_U64(next->events, 2);
+	CHECK_EQ_U64(next->events, 3);
 	CHECK_EQ_U64(p->events, 8);
 	CHECK_EQ_U64(exited_calls, 1);
 
@@ -793,6 +795,62 @@ static void test_gone_then_exit_record(void)
 	CHECK_EQ_U64(exited_calls, 0);
 	append_migrate(rec, child, 4 * SEC);
 	CHECK_EQ_U64(p->events, 1);
+	kill_child(child);
+	recorder_free(rec);
+}
+
+/* A switch-out of pid's thread tid at ts, as the kernel records a watched one. */
+static void append_switch_out(struct recorder *rec, uint32_t pid, uint64_t ts)
+{
+	union record r;
+	struct hp_switch *sw = rec_init(&r, HP_EV_SWITCH, sizeof(*sw), ts);
+
+	sw->prev_tid = sw->prev_pid = pid;
+	sw->prev_state = 0x1;
+	sw->flags = HP_SW_PREV_WATCHED;
+	CHECK_EQ_INT(recorder_append(rec, &r.hdr), 0);
+}
+
+/*
+ * Unwatched by request: the records the kernel wrote before it stopped, drained after,
+ * are the stopped process's; so are those it wrote as it was told to stop (ts just after
+ * the stop). Neither watches the process again (it was: "thread name", and the hooks
+ * stayed on for a process nobody watched). Long after, records mean the kernel watches
+ * it still: watched again.
+ */
+static void test_unwatch_strays(void)
+{
+	struct recorder *rec = recorder_new(&big);
+	uint32_t child = spawn_child();
+	uint64_t unowned = recorder_unowned(rec);
+	struct proc_rec *p;
+
+	CHECK_EQ_INT(recorder_watch(rec, child, HP_WATCH_PID, 0, SEC, &p), 0);
+	append_switch_out(rec, child, SEC + 1);
+	recorder_stop(rec, p, 2 * SEC);
+	CHECK(recorder_find_live(rec, child) == NULL);
+	append_switch_out(rec, child, 2 * SEC - 1);
+	append_migrate(rec, child, 2 * SEC - 1);
+	CHECK_EQ_U64(p->events, 3);
+	append_switch_out(rec, child, 2 * SEC + 1000);
+	append_migrate(rec, child, 2 * SEC + 2000);
+	CHECK_EQ_U64(p->events, 5);
+	CHECK(recorder_find_live(rec, child) == NULL);
+	CHECK_EQ_U64(recorder_count(rec), 1);
+	CHECK_EQ_U64(recorder_unowned(rec), unowned);
+	/* watched again by request: its records from then on are the new watch's */
+	{
+		struct proc_rec *again;
+
+		CHECK_EQ_INT(recorder_watch(rec, child, HP_WATCH_PID, 0, 3 * SEC, &again), 0);
+		CHECK(again && again != p);
+		append_migrate(rec, child, 3 * SEC + 1);
+		CHECK_EQ_U64(again->events, 1);
+		recorder_stop(rec, again, 4 * SEC);
+	}
+	/* a second and more after the stop: the kernel watches it still */
+	append_switch_out(rec, child, 5 * SEC + 1);
+	CHECK(recorder_find_live(rec, child) != NULL && recorder_find_live(rec, child)->reason == HP_WATCH_GLOB);
 	kill_child(child);
 	recorder_free(rec);
 }
@@ -1218,6 +1276,7 @@ int main(void)
 	test_exit_record();
 	test_dying_threads();
 	test_gone_then_exit_record();
+	test_unwatch_strays();
 	test_user_quotas();
 	test_negative_duration();
 	test_sort_late();
