@@ -340,7 +340,7 @@ static void handle_status(struct client *cl, const Hostprof__Request *req, struc
 		wp[nw].comm = p->info.comm;
 		wp[nw].events = p->events;
 		wp[nw].bytes = p->bytes;
-		wp[nw].exited = p->exit_ns != 0;
+		wp[nw].exited = p->exit_ns != 0 && !p->unwatched; /* unwatched: may run on */
 		wp[nw].why = p->unwatched ? "unwatched" : p->why;
 		wp[nw].rank = p->labels.rank;
 		wp[nw].job = p->labels.job;

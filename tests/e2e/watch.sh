@@ -61,6 +61,25 @@ expect_rc 0 "status after unwatch" -- ctl status --json
 [ "$(jq ".processes[] | select(.pid == $target) | .why" <<<"$out")" = '"unwatched"' ] && ok "listed as unwatched" || fail "$out"
 expect_rc 0 "its snapshot still works" -- ctl snapshot --pid "$target" -o "$tmp/t.pftrace"
 
+# unwatched while it switches thousands of times a second: the records the kernel wrote of
+# it before it stopped, drained after, are the unwatched process's; they do not watch it
+# again (they did: a second entry, "thread name", and the hooks left on)
+( while :; do echo x; done ) | cat >/dev/null &
+busy=$!; bg_pids+=("$busy")
+sleep 0.1
+for round in 1 2 3; do
+	expect_rc 0 "watch the busy reader ($round)" -- ctl watch --pid "$busy"
+	sleep 0.3
+	expect_rc 0 "unwatch it ($round)" -- ctl unwatch --pid "$busy"
+	sleep 0.3
+	expect_rc 0 "status" -- ctl status --json
+	live=$(jq "[.processes[] | select(.pid == $busy and .why != \"unwatched\")] | length" <<<"$out")
+	[ "$live" = 0 ] && ok "not watched again by its own records ($round)" || fail "$(jq -c ".processes[] | select(.pid == $busy)" <<<"$out")"
+	[ "$(jq "[.processes[] | select(.pid == $busy and .exited)] | length" <<<"$out")" = 0 ] && ok "not shown as exited ($round)" ||
+		fail "$(jq -c ".processes[] | select(.pid == $busy)" <<<"$out")"
+done
+kill "$busy" 2>/dev/null
+
 # take_pid PID COMMAND...: runs COMMAND in the background as pid PID (ns_last_pid), sets
 # $taken to its pid, or empty when the kernel handed out another one 3 times
 take_pid() {
