@@ -428,6 +428,21 @@ static __always_inline __u32 highest_bit(__u32 v)
 	return r;
 }
 
+/*
+ * The hash fallback, at a watched thread's switch-out in `state`: its last (X, Z: past
+ * exit_notify; one preempted there is R+) takes its entries. A function of its own: the
+ * verifier looks at it once, not on every path of the switch hook, which is near 6.1's
+ * limit.
+ */
+__attribute__((noinline, weak)) int task_hash_out(__u32 tid, __u32 state)
+{
+	if (state != HP_STATE_EXIT_DEAD && state != HP_STATE_EXIT_ZOMBIE)
+		return 0;
+	bpf_map_delete_elem(&tasks, &tid);
+	bpf_map_delete_elem(&stack_cache, &tid);
+	return 0;
+}
+
 /* The hash fallback's per-thread state (key: tid). */
 static __always_inline struct task *task_hash_get(__u32 tid)
 {

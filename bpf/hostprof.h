@@ -94,6 +94,8 @@ struct hp_hdr {
 #define HP_STATE_RUNNING 0x0
 #define HP_STATE_IDLE 0x80     /* TASK_REPORT_IDLE ("I"), not D */
 #define HP_STATE_PREEMPT 0x100 /* TASK_REPORT_MAX: preempted in the kernel ("R+") */
+#define HP_STATE_EXIT_DEAD 0x10   /* EXIT_DEAD ("X"): a thread's last switch-out */
+#define HP_STATE_EXIT_ZOMBIE 0x20 /* EXIT_ZOMBIE ("Z"): a thread group leader's last */
 /*
  * Switched out while still runnable: preempted. A kernel built with PREEMPT_NONE or
  * PREEMPT_VOLUNTARY preempts user code on its return to user mode, through a plain

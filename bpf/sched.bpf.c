@@ -77,7 +77,6 @@ static __always_inline bool cpu_recorded(__u32 cpu)
 
 #define TASK_REPORT 0x7f
 #define TASK_IDLE_STATE 0x402 /* TASK_UNINTERRUPTIBLE | TASK_NOLOAD */
-#define TASK_DEAD_STATE 0x80   /* TASK_DEAD: do_task_dead's switch, the thread's last */
 
 /* The state the sched_switch tracepoint reports for prev, as `perf sched` prints it. */
 static __always_inline __u32 report_state(bool preempt, struct task_struct *prev, bool btf)
@@ -125,7 +124,7 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 	__u64 now, wait = 0;
 	__u32 wait_kind = 0, state;
 	struct cpu_switched_in *si = NULL;
-	bool unreported = false, runnable, dead_hash = false;
+	bool unreported = false, runnable;
 	struct hp_switch *e;
 	struct victim *v;
 	__u16 flags = 0;
@@ -135,17 +134,15 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 	nt = watched_task(next, next_pid, next_tid, btf, &next_w);
 	/*
 	 * The hash fallback keeps an exited thread's state to its last switch-out (task
-	 * storage goes with the task there): the last thread's process is no longer in
-	 * watched, its entry says it was. Then the entry goes.
+	 * storage goes with the task there; the entry goes then, below): the last thread's
+	 * process is no longer in watched, its entry says it was.
 	 */
-	if (!(use_task_storage && btf) && !preempt && task_state(prev, btf) == TASK_DEAD_STATE) {
-		dead_hash = true;
-		if (!prev_w) {
-			pt = bpf_map_lookup_elem(&tasks, &prev_tid);
-			prev_w = pt && (pt->flags & TASK_EXITED);
-			if (!prev_w)
-				pt = NULL;
-		}
+	if (!(use_task_storage && btf) && !prev_w && !preempt && TASK_READ(btf, prev, exit_state)) {
+		pt = bpf_map_lookup_elem(&tasks, &prev_tid);
+		if (pt && (pt->flags & TASK_EXITED))
+			prev_w = true;
+		else
+			pt = NULL;
 	}
 	if (prev_w)
 		flags |= HP_SW_PREV_WATCHED;
@@ -223,6 +220,8 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 			if (!runnable)
 				blocked_python(pt, prev_pid, prev_tid, now);
 		}
+		if (!(use_task_storage && btf))
+			task_hash_out(prev_tid, state);
 	}
 	if (nt) {
 		/* it waited on the CPU it was switched out on (if it migrated meanwhile, that
@@ -253,10 +252,6 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 		nt->waker_tid = 0;
 		nt->waker_pid = 0;
 		nt->flags &= ~TASK_BLK_SYSCALL;
-	}
-	if (dead_hash) {
-		bpf_map_delete_elem(&tasks, &prev_tid);
-		bpf_map_delete_elem(&stack_cache, &prev_tid);
 	}
 
 	e = ring_reserve(&ring, sizeof(*e), HP_EV_SWITCH, now);
