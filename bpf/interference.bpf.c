@@ -47,7 +47,8 @@ static __always_inline bool irq_context(struct irq_cpu *s, __u32 *tid, __u32 *pi
 		*flags = HP_IRQ_RUNNING | (waiting ? HP_IRQ_WAITING : 0);
 		return true;
 	}
-	if (waiting) {
+	/* so does a count left by a thread whose process stopped being watched as it waited */
+	if (waiting && is_watched(v->pid)) {
 		*tid = 0;
 		*pid = v->pid;
 		*flags = HP_IRQ_WAITING;

@@ -139,10 +139,14 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 	 */
 	if (!(use_task_storage && btf) && !prev_w && !preempt && TASK_READ(btf, prev, exit_state)) {
 		pt = bpf_map_lookup_elem(&tasks, &prev_tid);
-		if (pt && (pt->flags & TASK_EXITED))
+		if (pt && (pt->flags & TASK_EXITED)) {
 			prev_w = true;
-		else
+		} else {
+			/* its process was not watched by its exit (another thread's exit took
+			 * it out first, or an unwatch): its entries go all the same */
 			pt = NULL;
+			task_hash_out(prev_tid, HP_STATE_EXIT_DEAD);
+		}
 	}
 	if (prev_w)
 		flags |= HP_SW_PREV_WATCHED;

@@ -36,9 +36,10 @@ struct pidmap {
 	size_t cap, n; /* cap: a power of two */
 };
 
-/* Processes whose exit the kernel reported lately: records of their pid drained after
- * the exit record, but older than it, are still theirs. */
-#define RECENT_EXITS 16
+/* Processes whose exit the kernel reported lately (or the tick found, or that were
+ * unwatched): records of their pid drained after the exit record, but older than it, are
+ * still theirs. */
+#define RECENT_EXITS 64
 struct recent_exit {
 	uint32_t pid;
 	uint64_t ts;
@@ -47,7 +48,7 @@ struct recent_exit {
 
 /* pids the user quota refused lately: their records drained after the refusal are not
  * looked up in /proc again (a fork or a rename that watches the pid anew clears it) */
-#define RECENT_REFUSED 16
+#define RECENT_REFUSED 64
 
 /* Where chunks come from: see chunk_get() */
 struct chunk_pool {
@@ -844,6 +845,9 @@ static void append_to(struct recorder *rec, struct proc_rec *p, const struct hp_
 /* How long after its exit record a reaped process may still be sent records of its dying
  * threads (seen: up to ~50 ms, a thread freeing its memory in a memory cgroup at its limit) */
 #define DYING_REAPED_NS (NSEC_PER_SEC)
+/* How much newer than an unwatch a record of the process may be: one a program was
+ * writing as the kernel was told to stop (watch_stop stops the kernel first) */
+#define UNWATCH_INFLIGHT_NS (NSEC_PER_MSEC)
 
 /*
  * A record of pid newer than the exit record of its last holder, none live: its dying
@@ -867,11 +871,11 @@ static struct proc_rec *dying_holder(const struct recorder *rec, uint32_t pid, u
 	if (pidmap_get(&rec->live, pid) || ts <= recent_exit_of(rec, pid))
 		return NULL;
 	p = recent_last(rec, pid);
-	if (!p || (!p->exit_record && !p->unwatched))
-		return NULL;
-	/* unwatched: the kernel's records written as it was told to stop (it stops within
-	 * microseconds; past the bound, it is watching the process still) */
-	if (!p->exit_record && ts - p->exit_ns > DYING_REAPED_NS)
+	/* unwatched (after the kernel was told to stop): a program that looked before, still
+	 * writing its record; past that, the kernel is watching the process still */
+	if (p && p->unwatched && !p->exit_record)
+		return ts - p->exit_ns <= UNWATCH_INFLIGHT_NS ? p : NULL;
+	if (!p || !p->exit_record)
 		return NULL;
 	r = proc_read_info(pid, &now);
 	if (r >= 0)

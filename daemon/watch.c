@@ -166,6 +166,13 @@ static void on_refused(void *ud, uint32_t pid, uint32_t uid)
 
 void watch_stop(struct watch *w, struct proc_rec *p)
 {
+	int r;
+
+	/* the kernel first: what it wrote of the process is older than the stop (but for a
+	 * program writing its record as it stopped), so it stays the stopped process's */
+	r = capture_unwatch(w->capture, p->info.pid);
+	if (r < 0)
+		log_warning_errno(r, "Failed to stop watching pid %u: %m, ignoring", p->info.pid);
 	recorder_stop(w->recorder, p, now_boottime_ns());
 	process_gone(w, p);
 }

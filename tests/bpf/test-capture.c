@@ -603,11 +603,62 @@ static int test_rename(void)
 	return failures ? 1 : 0;
 }
 
+/* Whether a watched thread's last recorded switch was its switch-out. */
+struct watched_out {
+	uint32_t tid;
+	bool out;
+};
+
+static struct watched_out *watched_out_of(struct watched_out *v, size_t cap, size_t *n, uint32_t tid)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (v[i].tid == tid)
+			return &v[i];
+	if (*n == cap)
+		return NULL;
+	v[*n] = (struct watched_out){ .tid = tid };
+	return &v[(*n)++];
+}
+
+static int tasks_of_self(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+static void *fork_sleep_main(void *arg)
+{
+	struct timespec ts = { 0, 1000 * 1000 };
+
+	(void)arg;
+	for (;;)
+		nanosleep(&ts, NULL);
+	return NULL;
+}
+
+static void *fork_pause_main(void *arg)
+{
+	(void)arg;
+	for (;;)
+		pause();
+	return NULL;
+}
+
 static void *fork_thread_main(void *arg)
 {
 	struct timespec ts = { 0, 2 * 1000 * 1000 };
+	pid_t tid = gettid();
 
-	(void)arg;
+	if (write(*(int *)arg, &tid, sizeof(tid)) != sizeof(tid))
+		_exit(1);
 	for (int i = 0; i < 3; i++)
 		nanosleep(&ts, NULL);
 	return NULL;
@@ -622,18 +673,23 @@ static bool final_switch_out(const struct hp_switch *e)
 /*
  * A watched process forks; the child's sleeps are recorded. The child has a second thread
  * that exits before it: every thread of both processes has its last switch-out recorded,
- * once (with the hash fallback too, whose process is gone from watched by then), and the
- * hash fallback keeps no entry of a thread that exited.
+ * once (with the hash fallback too, whose process is gone from watched by then). Six more
+ * threads die with the child's exit (whichever exits last takes it out of watched, the
+ * others may find it gone): the hash fallback keeps no entry of any thread that exited.
  */
 static int test_fork(void)
 {
 	struct capture *c = start_capture(false);
-	unsigned forks = 0, child_sleeps = 0, last_parent = 0, last_child = 0, last_thread = 0;
-	int gofd[2], cfd[2];
-	pid_t pid, child = 0;
+	bool storage = capture_uses_task_storage(c);
+	unsigned forks = 0, child_sleeps = 0, last_parent = 0, last_child = 0, last_joined = 0, last_others = 0,
+		 twice = 0;
+	static struct watched_out seen[64]; /* out: its last switch-out was seen */
+	int gofd[2], cfd[2], tfd[2], entries = -1;
+	pid_t pid, child = 0, joined = 0;
+	size_t n_seen;
 	int r;
 
-	if (pipe(gofd) < 0 || pipe(cfd) < 0)
+	if (pipe(gofd) < 0 || pipe(cfd) < 0 || pipe(tfd) < 0)
 		abort();
 	pid = fork();
 	if (pid == 0) {
@@ -646,10 +702,20 @@ static int test_fork(void)
 			struct timespec ts = { 0, 2 * 1000 * 1000 };
 			pthread_t t;
 
-			if (pthread_create(&t, NULL, fork_thread_main, NULL) || pthread_join(t, NULL))
+			if (pthread_create(&t, NULL, fork_thread_main, &tfd[1]) || pthread_join(t, NULL))
 				_exit(1);
+			/* the join returns as the thread begins to exit: until it is gone from
+			 * /proc (past its exit hook), not to race the process's exit with it */
+			for (int i = 0; i < 1000 && tasks_of_self() > 1; i++)
+				nanosleep(&ts, NULL);
 			for (int i = 0; i < 5; i++)
 				nanosleep(&ts, NULL);
+			/* threads the exit takes with it: their exits race the one that
+			 * takes the process out of watched */
+			for (int i = 0; i < 6; i++)
+				if (pthread_create(&t, NULL, fork_pause_main, NULL))
+					_exit(1);
+			nanosleep(&ts, NULL);
 			_exit(0);
 		}
 		if (write(cfd[1], &k, sizeof(k)) != sizeof(k))
@@ -661,11 +727,13 @@ static int test_fork(void)
 	EXPECT(r == 0, "watch: %s", strerror(-r));
 	go(gofd[1]);
 	EXPECT(read(cfd[0], &child, sizeof(child)) == sizeof(child), "child pid");
+	EXPECT(read(tfd[0], &joined, sizeof(joined)) == sizeof(joined), "tid of the child's first thread");
 	waitpid(pid, NULL, 0);
 	/* a reaped thread may not have left its CPU yet: its last switch comes after */
 	for (int i = 0; i < 100; i++) {
 		drain(c);
-		forks = child_sleeps = last_parent = last_child = last_thread = 0;
+		forks = child_sleeps = last_parent = last_child = last_joined = last_others = twice = 0;
+		n_seen = 0;
 		for_each_record(h)
 		{
 			if (h->type == HP_EV_FORK) {
@@ -674,30 +742,88 @@ static int test_fork(void)
 				forks += e->parent_pid == (uint32_t)pid && e->child_pid == (uint32_t)child;
 			} else if (h->type == HP_EV_SWITCH) {
 				const struct hp_switch *e = (const void *)h;
+				struct watched_out *o;
 
 				child_sleeps += e->prev_pid == (uint32_t)child && e->prev_state == 1 &&
 						(e->flags & HP_SW_PREV_WATCHED);
 				if (!final_switch_out(e))
 					continue;
+				o = watched_out_of(seen, ARRAY_SIZE(seen), &n_seen, e->prev_tid);
+				twice += o && o->out;
+				if (o)
+					o->out = true;
 				last_parent += e->prev_tid == (uint32_t)pid;
 				last_child += e->prev_tid == (uint32_t)child;
-				last_thread += e->prev_pid == (uint32_t)child && e->prev_tid != (uint32_t)child;
+				last_joined += e->prev_tid == (uint32_t)joined;
+				last_others += e->prev_pid == (uint32_t)child && e->prev_tid != (uint32_t)child &&
+					       e->prev_tid != (uint32_t)joined;
 			}
 		}
-		if (last_parent && last_child && last_thread)
+		if (!storage)
+			entries = capture_task_entries(c);
+		if (last_parent && last_joined && (!storage || (last_child && last_others == 6)) &&
+		    (storage || entries == 0))
 			break;
 		usleep(10000);
 	}
-	printf("fork records %u, child sleeps %u; last switch-outs: the parent %u, the child %u, its thread %u\n",
-	       forks, child_sleeps, last_parent, last_child, last_thread);
+	printf("fork records %u, child sleeps %u; last switch-outs: the parent %u, the child %u, its first thread %u, "
+	       "the 6 its exit took %u; %u seen twice\n",
+	       forks, child_sleeps, last_parent, last_child, last_joined, last_others, twice);
 	EXPECT(forks == 1, "one fork record parent %d child %d, got %u", pid, child, forks);
 	EXPECT(child_sleeps >= 5, "the child's 5 sleeps, got %u", child_sleeps);
-	EXPECT(last_parent == 1 && last_child == 1 && last_thread == 1,
-	       "one last switch-out of each thread: the parent %u, the child %u, its thread %u", last_parent,
-	       last_child, last_thread);
-	if (!capture_uses_task_storage(c)) {
-		r = capture_task_entries(c);
-		EXPECT(r == 0, "the hash fallback keeps %d entries of exited threads", r);
+	EXPECT(twice == 0, "%u threads with two last switch-outs", twice);
+	EXPECT(last_parent == 1 && last_joined == 1,
+	       "the last switch-out of the parent (%u) and of the child's thread that exited before it (%u)",
+	       last_parent, last_joined);
+	/* the hash fallback records those of the threads whose exit came before the one that
+	 * took the process out of watched; task storage, all of them */
+	if (storage)
+		EXPECT(last_child == 1 && last_others == 6,
+		       "the last switch-outs of the child (%u) and of the 6 threads its exit took (%u)", last_child,
+		       last_others);
+	else
+		EXPECT(entries == 0, "the hash fallback keeps %d entries of exited threads", entries);
+
+	/* threads of a process unwatched before they exit: not recorded at their exit, and
+	 * the hash fallback keeps no entry of them either */
+	{
+		int go2[2];
+		pid_t u;
+
+		if (pipe(go2) < 0)
+			abort();
+		u = fork();
+		if (u == 0) {
+			pthread_t t[3];
+
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			for (int i = 0; i < 3; i++)
+				if (pthread_create(&t[i], NULL, fork_sleep_main, NULL))
+					_exit(1);
+			wait_go(go2[0]);
+			_exit(0);
+		}
+		r = capture_watch(c, u, HP_WATCH_PID, 0);
+		EXPECT(r == 0, "watch: %s", strerror(-r));
+		usleep(50000);
+		drain(c);
+		if (!storage) {
+			entries = capture_task_entries(c);
+			EXPECT(entries >= 3, "the hash fallback has %d entries of the threads watched", entries);
+		}
+		EXPECT(capture_unwatch(c, u) == 0, "unwatch");
+		go(go2[1]);
+		waitpid(u, NULL, 0);
+		for (int i = 0; !storage && i < 100; i++) {
+			drain(c);
+			entries = capture_task_entries(c);
+			if (entries == 0)
+				break;
+			usleep(10000);
+		}
+		if (!storage)
+			EXPECT(entries == 0, "the hash fallback keeps %d entries of a process unwatched before it exited",
+			       entries);
 	}
 	capture_free(c);
 	return failures ? 1 : 0;
@@ -1790,23 +1916,6 @@ static long long process_switches(pid_t pid)
  * the task after it is hidden with it), so there both are about the times pid 1's
  * threads left a CPU: to a sleeper in the first part, and every time in the second.
  */
-/* Whether a watched thread's last recorded switch was its switch-out. */
-struct watched_out {
-	uint32_t tid;
-	bool out;
-};
-
-static struct watched_out *watched_out_of(struct watched_out *v, size_t cap, size_t *n, uint32_t tid)
-{
-	for (size_t i = 0; i < *n; i++)
-		if (v[i].tid == tid)
-			return &v[i];
-	if (*n == cap)
-		return NULL;
-	v[*n] = (struct watched_out){ .tid = tid };
-	return &v[(*n)++];
-}
-
 /* A switch not reported, as the records show it (printed when the counts disagree). */
 struct gap_seen {
 	uint32_t cpu, in_tid, prev_tid, next_tid;
