@@ -9,7 +9,13 @@
  *
  * It prints ground truth, from its own clocks (CLOCK_BOOTTIME, the clock of the traces):
  *   stall: trainer=PID acl_thread=TID hog=PID cpu=N     when it starts
- *   burst START END                                     each burst of the hog
+ *   burst START END LAST EARLIEST                       each burst of the hog; LAST: acl_thread's
+ *                                                       last clock read as the hog woke (0: it
+ *                                                       did not spin yet), the start of the gap
+ *                                                       the burst opened or found, however long
+ *                                                       the hog's wakeup took (a slow VM: 0.5
+ *                                                       ms); EARLIEST: the earliest its timer
+ *                                                       could have woken it
  *   gap START END                                       each time acl_thread lost its CPU for
  *                                                       at least half a burst, as it saw it
  *   acl_thread switches VOLUNTARY INVOLUNTARY           the kernel's count of its switch-outs
@@ -40,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -61,6 +68,8 @@ static struct switches {
 	long vol, invol;
 } acl_switches = { -1, -1 };
 static uint64_t spun[2];
+/* acl_thread's last clock read, in memory shared with the hog (a process of its own) */
+static _Atomic uint64_t *acl_last;
 
 #define MAX_GAPS 4096
 static uint64_t gaps[MAX_GAPS][2];
@@ -158,6 +167,7 @@ static void *acl_thread_main(void *arg)
 			for (int i = 0; i < 2000; i++)
 				sink += i;
 		now = now_ns();
+		atomic_store_explicit(acl_last, now, memory_order_relaxed);
 		if (now - last >= min_gap && n_gaps < MAX_GAPS) {
 			gaps[n_gaps][0] = last;
 			gaps[n_gaps][1] = now;
@@ -191,12 +201,14 @@ static int run_hog(int ready_fd, FILE *bursts_out)
 	while (now_ns() + (uint64_t)opt_period_ms * 1000000ull < end) {
 		struct timespec ts = { opt_period_ms / 1000, (opt_period_ms % 1000) * 1000000L };
 
-		uint64_t start;
+		uint64_t start, last, earliest = now_ns() + (uint64_t)opt_period_ms * 1000000ull;
 
 		nanosleep(&ts, NULL);
 		start = now_ns();
+		last = atomic_load_explicit(acl_last, memory_order_relaxed);
 		spin_until(start + opt_burst_ms * 1000000ull);
-		fprintf(bursts_out, "burst %llu %llu\n", (unsigned long long)start, (unsigned long long)now_ns());
+		fprintf(bursts_out, "burst %llu %llu %llu %llu\n", (unsigned long long)start, (unsigned long long)now_ns(),
+			(unsigned long long)last, (unsigned long long)earliest);
 		bursts++;
 	}
 	return bursts;
@@ -272,7 +284,8 @@ int main(int argc, char **argv)
 		nanosleep(&ts, NULL);
 	}
 
-	if (pipe(pipefd) < 0 || pipe(bursts_pipe) < 0)
+	acl_last = mmap(NULL, sizeof(*acl_last), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (acl_last == MAP_FAILED || pipe(pipefd) < 0 || pipe(bursts_pipe) < 0)
 		return 1;
 	hog = fork();
 	if (hog < 0)
