@@ -59,6 +59,7 @@ const struct hp_hdr *rawsample_unwind(struct symbolizer *sym, const struct hp_ra
  * 4 (USTACK_PLACES in the BPF programs) */
 #define USTACK_SLOTS 2048 /* ~1.1 MiB */
 #define USTACK_HELD 64    /* copies held for a second unwind, ~17 KiB each */
+#define USTACK_TIME_TRIES 3 /* unwinds of a held copy that run out of time, at most */
 
 struct ustack_slot {
 	uint32_t tid;
@@ -66,9 +67,11 @@ struct ustack_slot {
 	uint64_t pc;
 	struct unwind_result res;
 	uint64_t frames[HP_MAX_STACK];
-	/* the copy itself, while its unwind stopped at a mapping not read yet: the thread
+	/* the copy itself, while its unwind stopped at a mapping not read yet or ran out of
+	 * time (a process's first, on a slow machine: libdw caches nothing yet): the thread
 	 * may block from that place for long, its walk reused, no new copy made */
 	struct hp_rawsample *held;
+	uint32_t unwinds; /* of the held copy: one that keeps running out of time goes */
 };
 
 struct rawustacks {
@@ -119,20 +122,30 @@ static void slot_unwind(struct ustack_slot *slot, struct symbolizer *sym, const 
 	slot->place = raw->place;
 }
 
+/* Whether the slot's copy is worth another unwind: its mapping may be read by then, or the
+ * next unwind faster (a bounded number of times: CFI made to be slow stays slow). */
+static bool slot_retry(const struct ustack_slot *slot)
+{
+	return slot->res.stop == UNWIND_NO_MAPPING ||
+	       (slot->res.stop == UNWIND_TIME && slot->unwinds < USTACK_TIME_TRIES);
+}
+
 void rawustack_note(struct rawustacks *u, struct symbolizer *sym, const struct hp_rawsample *raw)
 {
 	struct ustack_slot *slot = slot_of(u, raw->tid, raw->place);
 
 	slot_release(u, slot);
 	slot->tid = 0;
+	slot->unwinds = 0;
 	if (!sym)
 		return;
 	symbolizer_count_copy(sym, raw->hdr.size);
 	slot_unwind(slot, sym, raw);
-	if (slot->tid && slot->res.stop == UNWIND_NO_MAPPING && u->n_held < USTACK_HELD) {
+	if (slot->tid && slot_retry(slot) && u->n_held < USTACK_HELD) {
 		slot->held = malloc(raw->hdr.size);
 		if (slot->held) {
 			memcpy(slot->held, raw, raw->hdr.size);
+			slot->unwinds = 1;
 			u->n_held++;
 		}
 	}
@@ -165,10 +178,11 @@ const struct hp_hdr *rawustack_apply(struct rawustacks *u, struct symbolizer *sy
 		return rec;
 	slot = slot_of(u, tid, place);
 	mine = slot->tid == tid && slot->place == place && slot->pc == fp[0];
-	/* its mappings may be known now */
+	/* its mappings may be known now, its CFI's lookups faster */
 	if (mine && slot->held) {
 		slot_unwind(slot, sym, slot->held);
-		if (slot->res.stop != UNWIND_NO_MAPPING)
+		slot->unwinds++;
+		if (!slot_retry(slot))
 			slot_release(u, slot);
 	}
 	if (!mine || !slot->tid || symbolizer_keep_fp(sym, &slot->res, nfp)) {

@@ -143,6 +143,10 @@ struct unwind_result {
 int symbolizer_unwind(struct symbolizer *s, uint32_t pid, const struct unwind_regs *regs, const void *stack,
 		      size_t stack_len, uint64_t *frames, size_t max, struct unwind_result *ret);
 
+/* The CPU time one unwind may take (UNWIND_TIME past it), for tests: a first unwind that
+ * runs out of it. */
+void symbolizer_set_unwind_budget(struct symbolizer *s, uint64_t ns);
+
 /*
  * An on-CPU sample's user stack (an HP_EV_RAWSAMPLE's): symbolizer_unwind's frames, or
  * fp[0..n_fp), the frame-pointer walk taken with the copy, where the unwind stopped for

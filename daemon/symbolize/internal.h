@@ -517,6 +517,7 @@ struct symbolizer {
 	uint64_t unwind_fp_kept; /* symbolizer_keep_fp: the frame-pointer walk kept */
 	uint64_t unwind_offcpu, unwind_offcpu_fp; /* symbolizer_count_offcpu */
 	uint64_t unwind_copies, unwind_copy_bytes; /* symbolizer_count_copy */
+	uint64_t unwind_budget_ns; /* CPU time of one unwind: UNWIND_BUDGET_NS, or a test's */
 	uint64_t budget, over_budget; /* symbolizer_set_budget */
 	uint64_t learned, learn_rejected; /* symbolizer_learn: ranges kept, messages refused */
 	uint64_t learn_dropped; /* symbolizer_learn: lookups the jobs or the daemon could not keep */

@@ -75,6 +75,7 @@ struct symbolizer *symbolizer_new(void)
 	if (!s)
 		return NULL;
 	s->owner = getpid();
+	s->unwind_budget_ns = UNWIND_BUDGET_NS;
 	s->cache.dwarf.owner = s->owner;
 	s->debug_dir = strdup("/usr/lib/debug");
 	if (!s->debug_dir || kernel_init(&s->kernel) < 0) {
@@ -484,7 +485,7 @@ int symbolizer_unwind(struct symbolizer *s, uint32_t pid, const struct unwind_re
 		frames[ret->n++] = pc;
 		exact = signal; /* after a signal frame, the interrupted pc itself */
 		why = UNWIND_DEPTH;
-		if (!(ret->n % 4) && thread_cpu_ns() - t0 > UNWIND_BUDGET_NS) { /* looked at every 4 frames */
+		if (!(ret->n % 4) && thread_cpu_ns() - t0 > s->unwind_budget_ns) { /* looked at every 4 frames */
 			why = ret->n < max ? UNWIND_TIME : UNWIND_DEPTH;
 			break;
 		}
@@ -509,6 +510,11 @@ bool symbolizer_keep_fp(struct symbolizer *s, const struct unwind_result *res, s
 		return false;
 	s->unwind_fp_kept++;
 	return true;
+}
+
+void symbolizer_set_unwind_budget(struct symbolizer *s, uint64_t ns)
+{
+	s->unwind_budget_ns = ns;
 }
 
 void symbolizer_count_copy(struct symbolizer *s, uint64_t record_bytes)

@@ -25,6 +25,12 @@
  *               random bytes under real registers, a copy where every word points back at
  *               itself (a loop), a depth of 3 (depth): each ends, within its bounds, and
  *               is counted by how;
+ *   held BIN    an off-CPU copy (HP_EV_RAWUSTACK) whose first unwind runs out of time, as
+ *               a process's first does on a slow machine (its budget set to 0 here): the
+ *               copy is held, and the interval's record that reuses its walk gets it
+ *               unwound again, to _start; one that keeps running out of time is given up
+ *               after 3 unwinds (CFI made to be slow costs its budget 3 times, not once
+ *               an interval);
  *   system      the CFI of every shared library in the system's library directory, of
  *               the programs in /usr/bin and of libtorch's libraries (python3-torch) is accepted by the checks cfi.c makes before libdw
  *               sees it (none of them refused as hostile);
@@ -53,6 +59,7 @@
 
 #include "../unit/check.h"
 #include "macro.h"
+#include "rawsample.h"
 #include "symbolize.h"
 #include "symbolize/internal.h"
 
@@ -424,6 +431,107 @@ static int test_python(bool bench)
 	return check_summary();
 }
 
+/* The chain's copy c as an HP_EV_RAWUSTACK of place 1, and an interval's HP_EV_USTACK
+ * record that reuses its walk (its user stack begins at the copy's pc). */
+static struct hp_rawsample *raw_of(const struct capture *c, pid_t pid)
+{
+	size_t len = c->len & ~(size_t)7;
+	struct hp_rawsample *raw = calloc(1, sizeof(*raw) + len);
+
+	if (!raw)
+		abort();
+	raw->hdr.type = HP_EV_RAWUSTACK;
+	raw->hdr.size = sizeof(*raw) + len;
+	raw->tid = raw->pid = pid;
+	raw->stack_len = len;
+	raw->place = 1;
+	raw->regs_valid = c->regs.valid;
+	memcpy(raw->regs, c->regs.r, sizeof(raw->regs));
+	memcpy(raw->frames, c->stack, len);
+	return raw;
+}
+
+static const struct hp_ustack *apply_ustack(struct rawustacks *u, struct symbolizer *s, pid_t pid, uint64_t pc,
+					    union rawustack_out *out)
+{
+	struct {
+		struct hp_ustack e;
+		__u64 frame;
+	} rec = { .e = { .hdr = { .type = HP_EV_USTACK, .size = sizeof(rec) }, .tid = pid, .pid = pid,
+			 .ustack_len = 1, .place = 1 },
+		  .frame = pc };
+
+	return (const void *)rawustack_apply(u, s, &rec.e.hdr, out);
+}
+
+static int test_held(const char *bin)
+{
+#if defined(__x86_64__)
+	const int pc_reg = 16;
+#else
+	const int pc_reg = 32;
+#endif
+	char *argv[] = { (char *)bin, NULL };
+	struct symbolizer *s = symbolizer_new();
+	struct capture *c = calloc(1, sizeof(*c));
+	struct rawustacks *u = rawustacks_new();
+	struct symbolizer_info before, after;
+	const char *names[HP_MAX_STACK];
+	union rawustack_out out;
+	const struct hp_ustack *e;
+	struct hp_rawsample *raw;
+	struct child ch = {};
+	uint64_t pc;
+	int r;
+
+	if (!s || !c || !u)
+		return 1;
+	r = child_start(&ch, argv);
+	CHECK_EQ_INT(r, 0);
+	CHECK_EQ_INT(symbolizer_refresh_process(s, ch.pid), 0);
+	CHECK_EQ_INT(capture(ch.pid, c), 0);
+	raw = raw_of(c, ch.pid);
+	pc = c->regs.r[pc_reg];
+
+	/* the first unwind runs out of time after 4 frames: held */
+	symbolizer_set_unwind_budget(s, 0);
+	rawustack_note(u, s, raw);
+	e = apply_ustack(u, s, ch.pid, pc, &out);
+	CHECKF(e->ustack_len == 4, "out of time: %u frames", e->ustack_len);
+	/* ... and unwound again, to _start, once it has the time */
+	symbolizer_set_unwind_budget(s, NSEC_PER_SEC);
+	e = apply_ustack(u, s, ch.pid, pc, &out);
+	names_of(s, ch.pid, (const uint64_t *)e->frames, e->ustack_len, names);
+	print_stack("held, unwound again", names, e->ustack_len, NULL);
+	CHECKF(e->ustack_len >= 4 && !strcmp(names[0], "leaf") && !strcmp(names[2], "main") &&
+		       !strcmp(names[e->ustack_len - 1], "_start"),
+	       "frames: %s ... %s", names[0], names[e->ustack_len - 1]);
+	/* complete: the copy goes, the later intervals take those frames without an unwind */
+	symbolizer_info(s, &before);
+	e = apply_ustack(u, s, ch.pid, pc, &out);
+	symbolizer_info(s, &after);
+	CHECK_EQ_U64(after.unwinds, before.unwinds);
+	CHECK(e->ustack_len >= 4);
+
+	/* out of time every time: 3 unwinds, then its first frames stay */
+	symbolizer_set_unwind_budget(s, 0);
+	symbolizer_info(s, &before);
+	rawustack_note(u, s, raw);
+	for (int i = 0; i < 6; i++) {
+		e = apply_ustack(u, s, ch.pid, pc, &out);
+		CHECKF(e->ustack_len == 4, "out of time: %u frames", e->ustack_len);
+	}
+	symbolizer_info(s, &after);
+	CHECK_EQ_U64(after.unwinds - before.unwinds, 3);
+
+	free(raw);
+	child_stop(&ch);
+	rawustacks_free(u);
+	free(c);
+	symbolizer_free(s);
+	return check_summary();
+}
+
 static int test_hostile(const char *bin)
 {
 	char *argv[] = { (char *)bin, NULL };
@@ -569,6 +677,8 @@ int main(int argc, char **argv)
 		return test_exited(argv[2]);
 	if (!strcmp(argv[1], "replaced") && argc > 2)
 		return test_replaced(argv[2]);
+	if (!strcmp(argv[1], "held") && argc > 2)
+		return test_held(argv[2]);
 	if (!strcmp(argv[1], "hostile") && argc > 2)
 		return test_hostile(argv[2]);
 	if (!strcmp(argv[1], "python"))
