@@ -429,18 +429,24 @@ static __always_inline __u32 highest_bit(__u32 v)
 }
 
 /*
- * The hash fallback, at a watched thread's switch-out in `state`: its last (X, Z: past
- * exit_notify; one preempted there is R+) takes its entries. A function of its own: the
- * verifier looks at it once, not on every path of the switch hook, which is near 6.1's
- * limit.
+ * The hash fallback: a thread's entries, at its last switch-out. Functions of their own:
+ * the verifier looks at them once, not on every path of the switch hook, which is near
+ * 6.1's limit.
  */
+__attribute__((noinline, weak)) int task_hash_drop(__u32 tid)
+{
+	bpf_map_delete_elem(&tasks, &tid);
+	bpf_map_delete_elem(&stack_cache, &tid);
+	return 0;
+}
+
+/* At a watched thread's switch-out in `state`: its last (X, Z: past exit_notify; one
+ * preempted there is R+) takes its entries. */
 __attribute__((noinline, weak)) int task_hash_out(__u32 tid, __u32 state)
 {
 	if (state != HP_STATE_EXIT_DEAD && state != HP_STATE_EXIT_ZOMBIE)
 		return 0;
-	bpf_map_delete_elem(&tasks, &tid);
-	bpf_map_delete_elem(&stack_cache, &tid);
-	return 0;
+	return task_hash_drop(tid);
 }
 
 /* The hash fallback's per-thread state (key: tid). */

@@ -145,7 +145,7 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 			/* its process was not watched by its exit (another thread's exit took
 			 * it out first, or an unwatch): its entries go all the same */
 			pt = NULL;
-			task_hash_out(prev_tid, HP_STATE_EXIT_DEAD);
+			task_hash_drop(prev_tid);
 		}
 	}
 	if (prev_w)

@@ -282,6 +282,26 @@ static void new_epoch(struct capture *c)
 	__atomic_add_fetch(&c->skel->data->watch_gen, 1, __ATOMIC_SEQ_CST);
 }
 
+/*
+ * The keys of a map keyed by tid, in one walk: into keys (cap of them) where given, else
+ * only counted. The count, or a negative errno.
+ */
+static int task_map_keys(struct bpf_map *m, __u32 *keys, __u32 cap)
+{
+	__u32 key, next, n = 0;
+	const void *prev = NULL;
+	int r;
+
+	while (n < cap && (r = bpf_map__get_next_key(m, prev, &next, sizeof(next))) == 0) {
+		key = next;
+		prev = &key;
+		if (keys)
+			keys[n] = key;
+		n++;
+	}
+	return n == cap || r == -ENOENT ? (int)n : r;
+}
+
 /* The hash fallback keeps entries of threads that exited while detached: gone. The keys
  * are collected in one walk, then deleted. */
 static void clear_task_hash(struct capture *c)
@@ -291,19 +311,11 @@ static void clear_task_hash(struct capture *c)
 	if (c->task_storage)
 		return;
 	for (size_t m = 0; m < ARRAY_SIZE(maps); m++) {
-		_cleanup_free_ __u32 *keys = calloc(bpf_map__max_entries(maps[m]), sizeof(*keys));
-		__u32 key, next, n = 0;
-		const void *prev = NULL;
+		__u32 cap = bpf_map__max_entries(maps[m]);
+		_cleanup_free_ __u32 *keys = calloc(cap, sizeof(*keys));
+		int n = keys ? task_map_keys(maps[m], keys, cap) : -ENOMEM;
 
-		if (!keys)
-			continue;
-		while (n < bpf_map__max_entries(maps[m]) &&
-		       bpf_map__get_next_key(maps[m], prev, &next, sizeof(next)) == 0) {
-			key = next;
-			prev = &key;
-			keys[n++] = key;
-		}
-		for (__u32 i = 0; i < n; i++)
+		for (int i = 0; i < n; i++)
 			(void)bpf_map__delete_elem(maps[m], &keys[i], sizeof(keys[i]), 0);
 	}
 }
@@ -1120,19 +1132,9 @@ bool capture_uses_task_storage(const struct capture *c)
 
 int capture_task_entries(const struct capture *c)
 {
-	struct bpf_map *m = c->skel->maps.tasks;
-	__u32 key, next, n = 0;
-	const void *prev = NULL;
-	int r;
-
 	if (c->task_storage)
 		return -EOPNOTSUPP;
-	while ((r = bpf_map__get_next_key(m, prev, &next, sizeof(next))) == 0 && n < bpf_map__max_entries(m)) {
-		key = next;
-		prev = &key;
-		n++;
-	}
-	return r == 0 || r == -ENOENT ? (int)n : r;
+	return task_map_keys(c->skel->maps.tasks, NULL, bpf_map__max_entries(c->skel->maps.tasks));
 }
 
 struct hist_collect {

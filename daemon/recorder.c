@@ -930,10 +930,6 @@ static bool syscall_changes_maps(uint32_t nr)
 	return false;
 }
 
-/* hp_switch.prev_state of a task that exits (the tracepoint's encoding: X, Z) */
-#define SWITCH_STATE_DEAD 0x10
-#define SWITCH_STATE_ZOMBIE 0x20
-
 /*
  * The drain's dispatch: one handler per record type, append_<name> for each type of
  * HP_RECORDS. Those of switches, names, forks, execs and syscalls do more than file the
@@ -960,7 +956,7 @@ static void append_switch(struct recorder *rec, const struct hp_hdr *hdr)
 		p = NULL;
 		/* its last switch-out as it died (X, Z): its last holder's, whoever has taken
 		 * the pid since (drained after a new process took it, /proc shows that one) */
-		if ((e->prev_state & (SWITCH_STATE_DEAD | SWITCH_STATE_ZOMBIE)) && !pidmap_get(&rec->live, e->prev_pid) &&
+		if ((e->prev_state & (HP_STATE_EXIT_DEAD | HP_STATE_EXIT_ZOMBIE)) && !pidmap_get(&rec->live, e->prev_pid) &&
 		    hdr->ts > recent_exit_of(rec, e->prev_pid))
 			p = recent_last(rec, e->prev_pid);
 		if (!p)

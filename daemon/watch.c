@@ -81,9 +81,9 @@ static void save_histograms(struct watch *w, struct proc_rec *p)
 	capture_forget_histograms(w->capture, pid);
 }
 
-/* ... and stop watching its pid in the kernel, unless the pid names a new process that
- * is watched now. */
-static void process_gone(struct watch *w, struct proc_rec *p)
+/* ... and stop watching its pid in the kernel (unless kernel_told: done already), unless
+ * the pid names a new process that is watched now. */
+static void process_gone(struct watch *w, struct proc_rec *p, bool kernel_told)
 {
 	uint32_t pid = p->info.pid;
 	int r;
@@ -91,7 +91,7 @@ static void process_gone(struct watch *w, struct proc_rec *p)
 	save_histograms(w, p);
 	if (recorder_find_live(w->recorder, pid))
 		return;
-	r = capture_unwatch(w->capture, pid);
+	r = kernel_told ? 0 : capture_unwatch(w->capture, pid);
 	if (r < 0)
 		log_warning_errno(r, "Failed to stop watching pid %u: %m, ignoring", pid);
 	if (p->py_walked)
@@ -125,7 +125,7 @@ int watch_pid(struct watch *w, uint32_t pid, uint32_t reason)
 			return 0;
 		/* the pid names a new process, and the drain has not seen the old one's exit yet */
 		recorder_gone(w->recorder, p, now_boottime_ns());
-		process_gone(w, p);
+		process_gone(w, p, false);
 	}
 	r = recorder_watch(w->recorder, pid, reason, 0, now_boottime_ns(), &p);
 	if (r < 0)
@@ -174,7 +174,7 @@ void watch_stop(struct watch *w, struct proc_rec *p)
 	if (r < 0)
 		log_warning_errno(r, "Failed to stop watching pid %u: %m, ignoring", p->info.pid);
 	recorder_stop(w->recorder, p, now_boottime_ns());
-	process_gone(w, p);
+	process_gone(w, p, true);
 }
 
 struct scan_ctx {
@@ -286,7 +286,7 @@ char *const *watch_globs(const struct watch *w, size_t *ret_n)
 
 static void on_gone(void *ud, struct proc_rec *p)
 {
-	process_gone(ud, p);
+	process_gone(ud, p, false);
 }
 
 /* Its history aged out: the symbols only it needed can go. */
