@@ -43,7 +43,7 @@ const struct hp_hdr *rawsample_unwind(struct symbolizer *sym, const struct hp_ra
 	} else {
 		/* the frame-pointer walk's truncation and failure are not this stack's */
 		flags &= ~(uint64_t)(HP_STACK_UTRUNC | HP_STACK_UFAIL);
-		if (res.stop == UNWIND_DEPTH)
+		if (unwind_cut(res.stop))
 			flags |= HP_STACK_UTRUNC;
 		if (!u)
 			flags |= HP_STACK_UFAIL;
@@ -193,7 +193,7 @@ const struct hp_hdr *rawustack_apply(struct rawustacks *u, struct symbolizer *sy
 	memcpy(out->words, rec, base + k * sizeof(__u64));
 	memcpy((uint8_t *)out->words + base + k * sizeof(__u64), slot->frames, n * sizeof(__u64));
 	flags &= ~(uint32_t)(HP_STACK_UTRUNC | HP_STACK_UFAIL);
-	if (slot->res.stop == UNWIND_DEPTH)
+	if (unwind_cut(slot->res.stop))
 		flags |= HP_STACK_UTRUNC;
 	if (rec->type == HP_EV_OFFCPU) {
 		struct hp_offcpu *e = (void *)out->words;

@@ -126,6 +126,13 @@ enum unwind_stop {
 	UNWIND_STOP_MAX,
 };
 const char *unwind_stop_name(enum unwind_stop why); /* "complete", "depth", "stack_copy", ... */
+/* Whether the unwind was cut by one of its own limits (the frames asked for, the copy's
+ * length, its time) with callers left: the stack is marked truncated (HP_STACK_UTRUNC),
+ * which the report and Perfetto show. The other stops are where it could go no further. */
+static inline bool unwind_cut(enum unwind_stop why)
+{
+	return why == UNWIND_DEPTH || why == UNWIND_STACK_END || why == UNWIND_TIME;
+}
 
 struct unwind_result {
 	size_t n; /* frames: the pc, then return addresses, innermost first */
