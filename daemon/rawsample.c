@@ -71,7 +71,7 @@ struct ustack_slot {
 	 * time (a process's first, on a slow machine: libdw caches nothing yet): the thread
 	 * may block from that place for long, its walk reused, no new copy made */
 	struct hp_rawsample *held;
-	uint32_t unwinds; /* of the held copy: one that keeps running out of time goes */
+	uint32_t timeouts; /* the held copy's unwinds that ran out of time: at USTACK_TIME_TRIES it goes */
 };
 
 struct rawustacks {
@@ -127,7 +127,7 @@ static void slot_unwind(struct ustack_slot *slot, struct symbolizer *sym, const 
 static bool slot_retry(const struct ustack_slot *slot)
 {
 	return slot->res.stop == UNWIND_NO_MAPPING ||
-	       (slot->res.stop == UNWIND_TIME && slot->unwinds < USTACK_TIME_TRIES);
+	       (slot->res.stop == UNWIND_TIME && slot->timeouts < USTACK_TIME_TRIES);
 }
 
 void rawustack_note(struct rawustacks *u, struct symbolizer *sym, const struct hp_rawsample *raw)
@@ -136,7 +136,7 @@ void rawustack_note(struct rawustacks *u, struct symbolizer *sym, const struct h
 
 	slot_release(u, slot);
 	slot->tid = 0;
-	slot->unwinds = 0;
+	slot->timeouts = 0;
 	if (!sym)
 		return;
 	symbolizer_count_copy(sym, raw->hdr.size);
@@ -145,7 +145,7 @@ void rawustack_note(struct rawustacks *u, struct symbolizer *sym, const struct h
 		slot->held = malloc(raw->hdr.size);
 		if (slot->held) {
 			memcpy(slot->held, raw, raw->hdr.size);
-			slot->unwinds = 1;
+			slot->timeouts = slot->res.stop == UNWIND_TIME;
 			u->n_held++;
 		}
 	}
@@ -181,7 +181,7 @@ const struct hp_hdr *rawustack_apply(struct rawustacks *u, struct symbolizer *sy
 	/* its mappings may be known now, its CFI's lookups faster */
 	if (mine && slot->held) {
 		slot_unwind(slot, sym, slot->held);
-		slot->unwinds++;
+		slot->timeouts += slot->res.stop == UNWIND_TIME;
 		if (!slot_retry(slot))
 			slot_release(u, slot);
 	}

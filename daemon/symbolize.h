@@ -126,9 +126,10 @@ enum unwind_stop {
 	UNWIND_STOP_MAX,
 };
 const char *unwind_stop_name(enum unwind_stop why); /* "complete", "depth", "stack_copy", ... */
-/* Whether the unwind was cut by one of its own limits (the frames asked for, the copy's
- * length, its time) with callers left: the stack is marked truncated (HP_STACK_UTRUNC),
- * which the report and Perfetto show. The other stops are where it could go no further. */
+/* Whether the unwind stopped at one of its own limits (the frames asked for, the copy's
+ * length, its time), where callers may be left: the stack is marked truncated
+ * (HP_STACK_UTRUNC), which the report and Perfetto show. The other stops are where it
+ * could go no further. */
 static inline bool unwind_cut(enum unwind_stop why)
 {
 	return why == UNWIND_DEPTH || why == UNWIND_STACK_END || why == UNWIND_TIME;
@@ -150,8 +151,8 @@ struct unwind_result {
 int symbolizer_unwind(struct symbolizer *s, uint32_t pid, const struct unwind_regs *regs, const void *stack,
 		      size_t stack_len, uint64_t *frames, size_t max, struct unwind_result *ret);
 
-/* The CPU time one unwind may take (UNWIND_TIME past it), for tests: a first unwind that
- * runs out of it. */
+/* The CPU time one unwind may take (UNWIND_TIME once it has taken that much; checked every
+ * 4 frames), for tests: 0 makes every unwind of more than 4 frames run out of it. */
 void symbolizer_set_unwind_budget(struct symbolizer *s, uint64_t ns);
 
 /*

@@ -485,7 +485,7 @@ int symbolizer_unwind(struct symbolizer *s, uint32_t pid, const struct unwind_re
 		frames[ret->n++] = pc;
 		exact = signal; /* after a signal frame, the interrupted pc itself */
 		why = UNWIND_DEPTH;
-		if (!(ret->n % 4) && thread_cpu_ns() - t0 > s->unwind_budget_ns) { /* looked at every 4 frames */
+		if (!(ret->n % 4) && thread_cpu_ns() - t0 >= s->unwind_budget_ns) { /* looked at every 4 frames */
 			why = ret->n < max ? UNWIND_TIME : UNWIND_DEPTH;
 			break;
 		}

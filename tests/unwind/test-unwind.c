@@ -30,7 +30,8 @@
  *               copy is held, and the interval's record that reuses its walk gets it
  *               unwound again, to _start; one that keeps running out of time is given up
  *               after 3 unwinds (CFI made to be slow costs its budget 3 times, not once
- *               an interval);
+ *               an interval); one held for a mapping not read yet, unwound again at each
+ *               interval meanwhile, still gets its 3 tries at the time once it is read;
  *   system      the CFI of every shared library in the system's library directory, of
  *               the programs in /usr/bin and of libtorch's libraries (python3-torch) is accepted by the checks cfi.c makes before libdw
  *               sees it (none of them refused as hostile);
@@ -454,13 +455,15 @@ static struct hp_rawsample *raw_of(const struct capture *c, pid_t pid)
 static const struct hp_ustack *apply_ustack(struct rawustacks *u, struct symbolizer *s, pid_t pid, uint64_t pc,
 					    union rawustack_out *out)
 {
-	struct {
+	/* static: rawustack_apply returns it itself where it takes no copy's frames */
+	static struct {
 		struct hp_ustack e;
 		__u64 frame;
-	} rec = { .e = { .hdr = { .type = HP_EV_USTACK, .size = sizeof(rec) }, .tid = pid, .pid = pid,
-			 .ustack_len = 1, .place = 1 },
-		  .frame = pc };
+	} rec;
 
+	rec.e = (struct hp_ustack){ .hdr = { .type = HP_EV_USTACK, .size = sizeof(rec) }, .tid = pid, .pid = pid,
+				    .ustack_len = 1, .place = 1 };
+	rec.frame = pc;
 	return (const void *)rawustack_apply(u, s, &rec.e.hdr, out);
 }
 
@@ -524,6 +527,26 @@ static int test_held(const char *bin)
 	}
 	symbolizer_info(s, &after);
 	CHECK_EQ_U64(after.unwinds - before.unwinds, 3);
+
+	/* a mapping not read yet first, however many times, then out of time: the timeouts
+	 * alone count toward the 3 (a process just watched, its first unwinds cold) */
+	symbolizer_free(s);
+	s = symbolizer_new();
+	if (!s)
+		return 1;
+	rawustack_note(u, s, raw);
+	for (int i = 0; i < 5; i++) {
+		e = apply_ustack(u, s, ch.pid, pc, &out);
+		CHECK(e->ustack_len == 1); /* no mapping: its frame-pointer walk */
+	}
+	CHECK_EQ_INT(symbolizer_refresh_process(s, ch.pid), 0);
+	symbolizer_set_unwind_budget(s, 0);
+	e = apply_ustack(u, s, ch.pid, pc, &out);
+	CHECKF(e->ustack_len == 4, "out of time: %u frames", e->ustack_len);
+	symbolizer_set_unwind_budget(s, NSEC_PER_SEC);
+	e = apply_ustack(u, s, ch.pid, pc, &out);
+	CHECKF(e->ustack_len > 4 && !(e->stack_flags & HP_STACK_UTRUNC), "after the mapping and a timeout: %u frames%s",
+	       e->ustack_len, e->stack_flags & HP_STACK_UTRUNC ? ", truncated" : "");
 
 	free(raw);
 	child_stop(&ch);

@@ -10,12 +10,14 @@
  * It prints ground truth, from its own clocks (CLOCK_BOOTTIME, the clock of the traces):
  *   stall: trainer=PID acl_thread=TID hog=PID cpu=N     when it starts
  *   burst START END LAST EARLIEST                       each burst of the hog; LAST: acl_thread's
- *                                                       last clock read as the hog woke (0: it
- *                                                       did not spin yet), the start of the gap
- *                                                       the burst opened or found, however long
- *                                                       the hog's wakeup took (a slow VM: 0.5
- *                                                       ms); EARLIEST: the earliest its timer
- *                                                       could have woken it
+ *                                                       last clock read it published as the hog
+ *                                                       woke (0: it did not spin yet): the gap
+ *                                                       the burst opened or found began there
+ *                                                       (or at the read after, if it lost the
+ *                                                       CPU before publishing that one), however
+ *                                                       long the hog's wakeup took (a slow VM:
+ *                                                       0.5 ms); EARLIEST: the earliest its
+ *                                                       timer could have woken it
  *   gap START END                                       each time acl_thread lost its CPU for
  *                                                       at least half a burst, as it saw it
  *   acl_thread switches VOLUNTARY INVOLUNTARY           the kernel's count of its switch-outs
