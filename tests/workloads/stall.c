@@ -9,15 +9,14 @@
  *
  * It prints ground truth, from its own clocks (CLOCK_BOOTTIME, the clock of the traces):
  *   stall: trainer=PID acl_thread=TID hog=PID cpu=N     when it starts
- *   burst START END LAST EARLIEST                       each burst of the hog; LAST: acl_thread's
+ *   burst START END LAST                                each burst of the hog; LAST: acl_thread's
  *                                                       last clock read it published as the hog
  *                                                       woke (0: it did not spin yet): the gap
  *                                                       the burst opened or found began there
  *                                                       (or at the read after, if it lost the
  *                                                       CPU before publishing that one), however
  *                                                       long the hog's wakeup took (a slow VM:
- *                                                       0.5 ms); EARLIEST: the earliest its
- *                                                       timer could have woken it
+ *                                                       0.5 ms)
  *   gap START END                                       each time acl_thread lost its CPU for
  *                                                       at least half a burst, as it saw it
  *   acl_thread switches VOLUNTARY INVOLUNTARY           the kernel's count of its switch-outs
@@ -203,14 +202,14 @@ static int run_hog(int ready_fd, FILE *bursts_out)
 	while (now_ns() + (uint64_t)opt_period_ms * 1000000ull < end) {
 		struct timespec ts = { opt_period_ms / 1000, (opt_period_ms % 1000) * 1000000L };
 
-		uint64_t start, last, earliest = now_ns() + (uint64_t)opt_period_ms * 1000000ull;
+		uint64_t start, last;
 
 		nanosleep(&ts, NULL);
 		start = now_ns();
 		last = atomic_load_explicit(acl_last, memory_order_relaxed);
 		spin_until(start + opt_burst_ms * 1000000ull);
-		fprintf(bursts_out, "burst %llu %llu %llu %llu\n", (unsigned long long)start, (unsigned long long)now_ns(),
-			(unsigned long long)last, (unsigned long long)earliest);
+		fprintf(bursts_out, "burst %llu %llu %llu\n", (unsigned long long)start, (unsigned long long)now_ns(),
+			(unsigned long long)last);
 		bursts++;
 	}
 	return bursts;
