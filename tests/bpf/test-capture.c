@@ -838,9 +838,16 @@ static uint64_t bursts_[MAX_TRUTH][3], gaps_[MAX_TRUTH][2];
 
 struct preemption {
 	uint64_t out, in;
-	uint32_t by_pid, state;
+	uint32_t state;
 	bool by_hog_named; /* hog, SCHED_FIFO, prio 49 */
 };
+
+/* Whether the switch's next is the stall workload's hog as it runs: its pid, name, SCHED_FIFO at 50. */
+static bool next_is_hog(const struct hp_switch *e, int hog)
+{
+	return e->next_pid == (uint32_t)hog && !strcmp(e->next_comm, "hog") && e->next_policy == 1 /* SCHED_FIFO */ &&
+	       e->next_prio == 99 - 50;
+}
 
 /*
  * The kernel's preemption model as it says it: the bracketed word of debugfs
@@ -966,10 +973,8 @@ static int test_preempt(const char *stall, bool in_kernel, const char *model)
 		if (e->prev_tid == (uint32_t)acl && HP_STATE_RUNNABLE(e->prev_state) && np < ARRAY_SIZE(pre)) {
 			pre[np] = (struct preemption){
 				.out = h->ts,
-				.by_pid = e->next_pid,
 				.state = e->prev_state,
-				.by_hog_named = e->next_pid == (uint32_t)hog && !strcmp(e->next_comm, "hog") &&
-						e->next_policy == 1 /* SCHED_FIFO */ && e->next_prio == 99 - 50,
+				.by_hog_named = next_is_hog(e, hog),
 			};
 			waiting = true;
 		}
@@ -999,8 +1004,7 @@ static int test_preempt(const char *stall, bool in_kernel, const char *model)
 	{
 		const struct hp_switch *e = (const void *)h;
 
-		if (h->type == HP_EV_SWITCH && e->next_pid == (uint32_t)hog && !strcmp(e->next_comm, "hog") &&
-		    e->next_policy == 1 /* SCHED_FIFO */ && e->next_prio == 99 - 50 &&
+		if (h->type == HP_EV_SWITCH && next_is_hog(e, hog) &&
 		    (e->prev_tid == (uint32_t)acl ||
 		     ((e->flags & HP_SW_VICTIM_CPU) && e->victim_pid == (uint32_t)trainer)) &&
 		    nh < ARRAY_SIZE(hog_in))

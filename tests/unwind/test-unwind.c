@@ -517,7 +517,7 @@ static int test_held(const char *bin)
 	CHECK_EQ_U64(after.unwinds, before.unwinds);
 	CHECK(e->ustack_len >= 4 && !(e->stack_flags & HP_STACK_UTRUNC));
 
-	/* out of time every time: 3 unwinds, then its first frames stay */
+	/* out of time every time: 3 unwinds, then the last one's frames stay */
 	symbolizer_set_unwind_budget(s, 0);
 	symbolizer_info(s, &before);
 	rawustack_note(u, s, raw);
